@@ -1,0 +1,94 @@
+"""The ``spade`` command line (DESIGN.md section 10).
+
+Each command group lives in its own module of this package and registers itself with
+``register(app)``; heavy libraries are imported inside the commands, so ``spade --help``
+stays fast. Every :class:`~spade_envs.errors.SpadeError` and usage error becomes one line
+on stderr and a non-zero exit, never a traceback (set ``SPADE_DEBUG=1`` to see one).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import click
+import typer
+
+from ..errors import SpadeError
+
+app = typer.Typer(
+    name="spade",
+    help="spade-envs: a Gymnasium registry of LLM-synthesized environments.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+#: command modules, each with a ``register(app)`` function
+COMMAND_MODULES = [
+    "spade_envs.cli.validate",
+    "spade_envs.cli.registry_cmd",
+    "spade_envs.cli.design",
+    "spade_envs.cli.selfplay",
+    "spade_envs.cli.eval_cmd",
+    "spade_envs.cli.bench",
+    "spade_envs.cli.demo",
+    "spade_envs.cli.serve",
+]
+
+
+def _load_commands() -> None:
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:  # that command group is not built yet
+                continue
+            raise
+        module.register(app)
+
+
+_load_commands()
+
+
+def fail(message: str, code: int = 1) -> "typer.Exit":
+    """Print one error line on stderr and return the Exit to raise."""
+    typer.echo(f"spade: error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        app(args=argv, standalone_mode=False)
+        return 0
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.exceptions.Abort:
+        typer.echo("spade: aborted", err=True)
+        return 130
+    except click.UsageError as exc:
+        typer.echo(f"spade: usage error: {exc.format_message()}", err=True)
+        return 2
+    except click.ClickException as exc:
+        typer.echo(f"spade: error: {exc.format_message()}", err=True)
+        return exc.exit_code or 1
+    except SpadeError as exc:
+        typer.echo(f"spade: error: {exc}", err=True)
+        return 1
+    except KeyboardInterrupt:
+        typer.echo("spade: interrupted", err=True)
+        return 130
+    except Exception as exc:  # last resort: one line, not a traceback
+        if os.environ.get("SPADE_DEBUG"):
+            raise
+        typer.echo(f"spade: internal error: {type(exc).__name__}: {exc} (set SPADE_DEBUG=1 for a traceback)", err=True)
+        return 1
+
+
+def entrypoint() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entrypoint()

@@ -1,0 +1,155 @@
+"""Environment programs: one Python source file holding one public ``*Env`` class.
+
+This module owns the *static* side of the format (DESIGN.md section 3): size and syntax,
+finding the environment class, reading ``METADATA``, and the names that SPADE's designer
+output may use without importing them (the *prelude*). Running a program is the job of
+a runtime (:mod:`spade_envs.runtime`); this module never executes untrusted code.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import EnvProgramError
+
+#: Largest accepted source, in bytes (a designer writing 200 kB is broken, not creative).
+MAX_SOURCE_BYTES = 200_000
+
+#: Modules SPADE's games use without importing them.
+PRELUDE_MODULES = (
+    "itertools math random re json collections functools string copy heapq operator statistics"
+).split()
+
+#: ``name -> (module, attribute)`` for the bare names SPADE's games use without imports.
+PRELUDE_NAMES: dict[str, tuple[str, str]] = {
+    **{n: ("collections", n) for n in ("deque", "defaultdict", "Counter", "OrderedDict", "namedtuple")},
+    **{n: ("itertools", n) for n in ("combinations", "permutations", "product", "chain", "accumulate")},
+    "reduce": ("functools", "reduce"),
+    "lru_cache": ("functools", "lru_cache"),
+    "deepcopy": ("copy", "deepcopy"),
+    "heappush": ("heapq", "heappush"),
+    "heappop": ("heapq", "heappop"),
+    **{
+        n: ("typing", n)
+        for n in (
+            "Tuple Dict List Optional Union Any Set FrozenSet Callable Iterable Sequence Mapping".split()
+        )
+    },
+}
+
+
+@dataclass(frozen=True)
+class ProgramInfo:
+    """What can be learnt about a source without running it."""
+
+    class_name: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    sha256: str = ""
+    uses_tool_base: bool = False
+    methods: frozenset[str] = frozenset()
+
+
+def source_sha256(source: str) -> str:
+    return hashlib.sha256(source.encode("utf-8")).hexdigest()
+
+
+def parse_source(source: Any, filename: str = "<env>") -> ast.Module:
+    """Stage ``syntax``: the source is UTF-8 text within the size limit that parses."""
+    if isinstance(source, bytes):
+        try:
+            source = source.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise EnvProgramError(f"{filename}: source is not UTF-8 ({exc.reason})", stage="syntax") from None
+    if not isinstance(source, str):
+        raise EnvProgramError(f"{filename}: source must be text, got {type(source).__name__}", stage="syntax")
+    size = len(source.encode("utf-8"))
+    if size > MAX_SOURCE_BYTES:
+        raise EnvProgramError(f"{filename}: source is {size} bytes (limit {MAX_SOURCE_BYTES})", stage="syntax")
+    if not source.strip():
+        raise EnvProgramError(f"{filename}: source is empty", stage="syntax")
+    try:
+        return ast.parse(source, filename=filename)
+    except SyntaxError as exc:
+        raise EnvProgramError(f"{filename}: syntax error at line {exc.lineno}: {exc.msg}", stage="syntax") from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise EnvProgramError(f"{filename}: source cannot be parsed ({type(exc).__name__})", stage="syntax") from None
+
+
+def inspect_program(source: str, filename: str = "<env>") -> ProgramInfo:
+    """Parse ``source`` and find its environment class; raise :class:`EnvProgramError`
+    (stage ``syntax`` or ``interface``) naming the problem otherwise.
+
+    The class is the single public (no leading underscore) top-level class whose name
+    ends in ``Env``. It must define or inherit ``reset``, ``step`` and ``solution``
+    (inheriting is only possible from ``ToolUseBaseEnv``, whose subclasses supply
+    ``reset`` and ``solution`` themselves).
+    """
+    tree = parse_source(source, filename)
+    classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+    env_classes = [c for c in classes if c.name.endswith("Env") and not c.name.startswith("_")]
+    if not env_classes:
+        raise EnvProgramError(f"{filename}: no public class whose name ends in 'Env' (define exactly one)")
+    if len(env_classes) > 1:
+        names = ", ".join(c.name for c in env_classes)
+        raise EnvProgramError(f"{filename}: {len(env_classes)} public *Env classes ({names}); define exactly one")
+    cls = env_classes[0]
+    bases = {b.id for b in cls.bases if isinstance(b, ast.Name)} | {
+        b.attr for b in cls.bases if isinstance(b, ast.Attribute)
+    }
+    uses_tool_base = "ToolUseBaseEnv" in bases
+    methods = frozenset(
+        n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+    )
+    required = {"reset", "solution"} if uses_tool_base else {"reset", "step", "solution"}
+    # a local base class may provide the methods; collect them too
+    local = {c.name: c for c in classes}
+    inherited: set[str] = set()
+    for base in bases & set(local):
+        inherited |= {n.name for n in local[base].body if isinstance(n, ast.FunctionDef)}
+    missing = sorted(required - methods - inherited)
+    if missing:
+        raise EnvProgramError(f"{filename}: class {cls.name} lacks required method(s): {', '.join(missing)}()")
+    return ProgramInfo(
+        class_name=cls.name,
+        metadata=_read_metadata(tree, filename),
+        sha256=source_sha256(source),
+        uses_tool_base=uses_tool_base,
+        methods=methods | inherited,
+    )
+
+
+def _read_metadata(tree: ast.Module, filename: str) -> dict[str, Any]:
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "METADATA" for t in node.targets
+        ):
+            try:
+                value = ast.literal_eval(node.value)
+            except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
+                raise EnvProgramError(f"{filename}: METADATA must be a literal dict") from None
+            if not isinstance(value, dict):
+                raise EnvProgramError(f"{filename}: METADATA must be a dict")
+            return value
+    return {}
+
+
+def trusted_prelude() -> dict[str, Any]:
+    """The prelude as real modules and objects, for trusted (in-process) execution."""
+    import importlib
+
+    from .toolbase import ToolUseBaseEnv
+
+    ns: dict[str, Any] = {m: importlib.import_module(m) for m in PRELUDE_MODULES}
+    for name, (mod, attr) in PRELUDE_NAMES.items():
+        ns[name] = getattr(ns.get(mod) or importlib.import_module(mod), attr)
+    try:
+        import numpy
+
+        ns["np"] = ns["numpy"] = numpy
+    except ImportError:  # pragma: no cover - numpy is a dependency
+        pass
+    ns["ToolUseBaseEnv"] = ToolUseBaseEnv
+    return ns

@@ -1,0 +1,222 @@
+"""Runtimes: the one interface through which environment code is executed.
+
+Callers (the Gymnasium wrapper, acceptance, agents, evals) never run a program directly:
+they ask a runtime to ``open`` a source and get an :class:`EnvSession` back. Two
+implementations exist:
+
+- :class:`InProcessRuntime` executes with the real interpreter. Only for code shipped in
+  this package (the seed suite) or code whose user said ``trust_remote_code=True``.
+- ``spade_envs.sandbox.SandboxRuntime`` executes in isolated worker processes under a
+  RestrictedPython policy (DESIGN.md section 5). It is the default for everything else.
+
+Contract of every session method: it returns values that passed
+:mod:`spade_envs.contract`, or raises :class:`EnvProgramError` (the program broke the
+format) or :class:`EnvExecutionError` (it raised, hung or broke a limit). It never lets
+any other exception escape.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+from .actions import parse_tool_calls
+from .contract import StepResult, check_reset_result, check_step_result, check_text
+from .errors import EnvExecutionError, EnvProgramError, SpadeError, UntrustedCodeError
+from .program import inspect_program, trusted_prelude
+from .tools import ArgumentValidator, validate_tool_specs
+
+
+class EnvSession(ABC):
+    """One live instance of an environment program."""
+
+    #: OpenAI function specs of the current episode (validated; [] for text-only envs)
+    tools: list[dict[str, Any]]
+
+    @abstractmethod
+    def reset(self, seed: int | None = None) -> tuple[str, dict]: ...
+
+    @abstractmethod
+    def step(self, action: str) -> StepResult: ...
+
+    @abstractmethod
+    def solution(self) -> str:
+        """The raw text of the program's ``solution()`` for the current episode."""
+
+    @abstractmethod
+    def hint(self) -> str | None:
+        """The program's ``hint()``, or None when it defines none."""
+
+    @abstractmethod
+    def snapshot(self) -> Any:
+        """JSON-able public state (``_state`` when the program keeps one), for state checks."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+
+class EnvRuntime(ABC):
+    """Opens sessions; may batch calls across sessions."""
+
+    @abstractmethod
+    def open(self, source: str, *, kwargs: dict[str, Any] | None = None, filename: str = "<env>") -> EnvSession:
+        """Compile ``source``, construct its environment class with ``kwargs``.
+
+        The constructor must leave a playable episode (SPADE programs call ``reset()``
+        from ``__init__``)."""
+
+    def step_batch(self, calls: Sequence[tuple[EnvSession, str]]) -> list[StepResult | SpadeError]:
+        """Step several sessions; each slot holds a result or the error of that session."""
+        out: list[StepResult | SpadeError] = []
+        for session, action in calls:
+            try:
+                out.append(session.step(action))
+            except SpadeError as exc:
+                out.append(exc)
+        return out
+
+    def reset_batch(self, calls: Sequence[tuple[EnvSession, int | None]]) -> list[tuple[str, dict] | SpadeError]:
+        out: list[tuple[str, dict] | SpadeError] = []
+        for session, seed in calls:
+            try:
+                out.append(session.reset(seed))
+            except SpadeError as exc:
+                out.append(exc)
+        return out
+
+    def close(self) -> None:
+        pass
+
+
+def jsonable(value: Any, _depth: int = 0) -> Any:
+    """A JSON round-trip copy of ``value`` (unknown objects become their repr)."""
+    try:
+        return json.loads(json.dumps(value, default=repr, sort_keys=True))
+    except (TypeError, ValueError, RecursionError):
+        return repr(value)
+
+
+class ToolGate:
+    """Validates tool calls in an action before the program sees it.
+
+    ``ToolUseBaseEnv`` programs validate themselves; programs with their own ``step``
+    that declare tools get the same guarantee here: a malformed call or arguments that
+    violate the tool's schema produce an error observation and the program is not called.
+    """
+
+    def __init__(self, specs: list[dict[str, Any]]) -> None:
+        self.validator = ArgumentValidator(specs) if specs else None
+
+    def check(self, action: str) -> str | None:
+        if self.validator is None:
+            return None
+        for call in parse_tool_calls(action):
+            problem = f"Error: {call.error}." if call.error else self.validator.check(call.name, call.arguments)
+            if problem:
+                return problem
+        return None
+
+
+def program_tools(env: Any) -> list[dict[str, Any]]:
+    """The validated tool specs of a live program object (``[]`` when it has none)."""
+    get_tools = getattr(env, "get_tools", None)
+    if get_tools is None:
+        return []
+    implemented = {n[len("tool_") :] for n in dir(env) if n.startswith("tool_")}
+    return validate_tool_specs(get_tools(), implemented=implemented)
+
+
+def guarded_call(what: str, fn, *args: Any) -> Any:
+    """Call environment code, turning anything it raises into :class:`EnvExecutionError`."""
+    try:
+        return fn(*args)
+    except SpadeError:
+        raise
+    except RecursionError:
+        raise EnvExecutionError(f"{what} exceeded the recursion limit", kind="recursion") from None
+    except MemoryError:
+        raise EnvExecutionError(f"{what} ran out of memory", kind="memory") from None
+    except Exception as exc:  # environment code may raise anything
+        raise EnvExecutionError(f"{what} raised {type(exc).__name__}: {exc}", kind="error") from None
+
+
+class InProcessSession(EnvSession):
+    def __init__(self, env: Any) -> None:
+        from .toolbase import ToolUseBaseEnv
+
+        self._env = env
+        self._self_validating = isinstance(env, ToolUseBaseEnv)
+        self._refresh_tools()
+
+    def _refresh_tools(self) -> None:
+        self.tools = guarded_call("get_tools()", program_tools, self._env)
+        self._gate = ToolGate([] if self._self_validating else self.tools)
+
+    def reset(self, seed: int | None = None) -> tuple[str, dict]:
+        result = check_reset_result(guarded_call("reset()", lambda: self._env.reset(seed=seed)))
+        self._refresh_tools()
+        return result
+
+    def step(self, action: str) -> StepResult:
+        problem = self._gate.check(action)
+        if problem is not None:
+            return problem, 0.0, False, False, {"tool_error": problem}
+        return check_step_result(guarded_call("step()", self._env.step, action))
+
+    def solution(self) -> str:
+        return check_text(guarded_call("solution()", self._env.solution), "solution()")
+
+    def hint(self) -> str | None:
+        fn = getattr(self._env, "hint", None)
+        if fn is None:
+            return None
+        return check_text(guarded_call("hint()", fn), "hint()")
+
+    def snapshot(self) -> Any:
+        state = getattr(self._env, "_state", None)
+        if state is None:
+            state = {k: v for k, v in vars(self._env).items() if not k.startswith("_")}
+        return jsonable(state)
+
+    def close(self) -> None:
+        fn = getattr(self._env, "close", None)
+        if fn is not None:
+            guarded_call("close()", fn)
+
+
+class InProcessRuntime(EnvRuntime):
+    """Runs programs with the real interpreter: trusted code only."""
+
+    def open(self, source: str, *, kwargs: dict[str, Any] | None = None, filename: str = "<env>") -> EnvSession:
+        info = inspect_program(source, filename)
+        namespace = trusted_prelude()
+        namespace["__name__"] = f"spade_env_{info.sha256[:12]}"
+        try:
+            code = compile(source, filename, "exec")
+            exec(code, namespace)  # noqa: S102 - trusted by contract of this class
+        except Exception as exc:
+            raise EnvProgramError(f"{filename}: module body raised {type(exc).__name__}: {exc}", stage="compile") from None
+        cls = namespace[info.class_name]
+        return InProcessSession(guarded_call(f"{info.class_name}()", lambda: cls(**(kwargs or {}))))
+
+
+_SHARED: dict[str, EnvRuntime] = {}
+
+
+def get_runtime(*, trusted: bool = False, trust_remote_code: bool = False) -> EnvRuntime:
+    """The runtime for a source: in-process when the code ships with this package
+    (``trusted``) or the user passed ``trust_remote_code=True``; otherwise the sandbox."""
+    if trusted or trust_remote_code:
+        return _SHARED.setdefault("inprocess", InProcessRuntime())
+    try:
+        from .sandbox import SandboxRuntime
+    except ImportError:
+        raise UntrustedCodeError(
+            "this source is not shipped with spade-envs and the sandbox is unavailable; "
+            "pass trust_remote_code=True to run it in-process at your own risk"
+        ) from None
+    if "sandbox" not in _SHARED:
+        _SHARED["sandbox"] = SandboxRuntime()
+    return _SHARED["sandbox"]

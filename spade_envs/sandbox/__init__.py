@@ -1,0 +1,1 @@
+"""Sandbox: isolated execution of untrusted environment code (DESIGN.md section 5)."""

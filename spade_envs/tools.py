@@ -1,0 +1,127 @@
+"""Tool specifications: OpenAI function definitions, checked with jsonschema.
+
+A spec is ``{"type": "function", "function": {"name", "description", "parameters"}}``
+(the bare inner ``{"name", ...}`` form is accepted and normalised). ``parameters`` must
+itself be a valid JSON Schema (checked against the Draft 2020-12 meta-schema) describing
+an object. Arguments of every call are validated against it before the tool runs.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+import jsonschema
+from jsonschema import Draft202012Validator
+
+from .errors import ToolSpecError
+
+_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$")
+
+#: Shape of one OpenAI function tool (the outer envelope; ``parameters`` is checked
+#: separately against the JSON Schema meta-schema).
+OPENAI_TOOL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["type", "function"],
+    "properties": {
+        "type": {"const": "function"},
+        "function": {
+            "type": "object",
+            "required": ["name", "parameters"],
+            "properties": {
+                "name": {"type": "string", "pattern": _NAME_RE.pattern},
+                "description": {"type": "string"},
+                "parameters": {"type": "object"},
+                "strict": {"type": "boolean"},
+            },
+        },
+    },
+}
+_ENVELOPE = Draft202012Validator(OPENAI_TOOL_SCHEMA)
+
+
+def normalize_tool_spec(spec: Any) -> dict[str, Any]:
+    """Return ``spec`` in the ``{"type": "function", "function": {...}}`` form, validated.
+
+    Raises :class:`ToolSpecError` naming the problem when the spec is not a valid
+    OpenAI function definition or its ``parameters`` is not a valid JSON Schema.
+    """
+    if isinstance(spec, dict) and "function" not in spec and "name" in spec:
+        spec = {"type": "function", "function": spec}
+    if not isinstance(spec, dict):
+        raise ToolSpecError(f"tool spec must be a dict, got {type(spec).__name__}")
+    spec = copy.deepcopy(spec)
+    fn = spec.get("function")
+    if isinstance(fn, dict) and "parameters" not in fn:
+        fn["parameters"] = {"type": "object", "properties": {}}
+    errors = sorted(_ENVELOPE.iter_errors(spec), key=lambda e: list(e.path))
+    if errors:
+        err = errors[0]
+        where = "/".join(str(p) for p in err.path) or "<root>"
+        raise ToolSpecError(f"invalid tool spec at {where}: {err.message}")
+    name = fn["name"]
+    params = fn["parameters"]
+    try:
+        Draft202012Validator.check_schema(params)
+    except jsonschema.SchemaError as exc:
+        where = "/".join(str(p) for p in exc.path) or "<root>"
+        raise ToolSpecError(
+            f"tool '{name}': 'parameters' is not a valid JSON Schema at {where}: {exc.message}"
+        ) from None
+    if params.get("type", "object") != "object":
+        raise ToolSpecError(f"tool '{name}': 'parameters' must describe an object (type: object)")
+    fn.setdefault("description", "")
+    return spec
+
+
+def validate_tool_specs(specs: Any, implemented: set[str] | None = None) -> list[dict[str, Any]]:
+    """Validate a list of specs: each valid, names unique, and (when ``implemented`` is
+    given) each backed by a ``tool_<name>`` method. Returns the normalised list."""
+    if specs is None:
+        return []
+    if not isinstance(specs, (list, tuple)):
+        raise ToolSpecError(f"get_tools() must return a list of specs, got {type(specs).__name__}")
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for spec in specs:
+        norm = normalize_tool_spec(spec)
+        name = norm["function"]["name"]
+        if name in seen:
+            raise ToolSpecError(f"tool '{name}' is declared twice")
+        seen.add(name)
+        if implemented is not None and name not in implemented:
+            raise ToolSpecError(f"tool '{name}' has no method tool_{name}()")
+        out.append(norm)
+    return out
+
+
+class ArgumentValidator:
+    """Validates tool-call arguments against the tools' ``parameters`` schemas.
+
+    Validators are compiled once per tool; ``check`` returns None when the call is valid
+    and otherwise an error message that names the tool and the violation.
+    """
+
+    def __init__(self, specs: list[dict[str, Any]]) -> None:
+        self._validators = {
+            s["function"]["name"]: Draft202012Validator(s["function"]["parameters"]) for s in specs
+        }
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._validators)
+
+    def check(self, name: str, arguments: Any) -> str | None:
+        validator = self._validators.get(name)
+        if validator is None:
+            avail = ", ".join(self._validators) or "none"
+            return f"Error: unknown tool '{name}'. Available tools: {avail}."
+        if not isinstance(arguments, dict):
+            return f"Error: arguments of '{name}' must be a JSON object."
+        error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+        if error is None:
+            return None
+        where = "/".join(str(p) for p in error.path)
+        where = f" at '{where}'" if where else ""
+        return f"Error: invalid arguments for tool '{name}'{where}: {error.message}. The tool was not run."
