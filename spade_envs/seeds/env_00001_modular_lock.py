@@ -1,6 +1,7 @@
 """A combination lock whose code satisfies a system of modular constraints."""
 
 import random
+import re
 
 METADATA = {
     "name": "Modular Lock",
@@ -24,11 +25,10 @@ class ModularLockEnv:
         while True:
             k = self._rng.choice([3, 4])
             mods = sorted(self._rng.sample(self.MODULI_POOL, k))
-            if all(self._gcd(a, b) == 1 for i, a in enumerate(mods) for b in mods[i + 1:]):
+            coprime = all(self._gcd(a, b) == 1 for i, a in enumerate(mods) for b in mods[i + 1:])
+            if coprime and self._prod(mods) >= 500:  # a large answer space: guessing cannot win
                 break
-        product = 1
-        for m in mods:
-            product *= m
+        product = self._prod(mods)
         self._answer = self._rng.randrange(1, product)
         self._moduli = mods
         self._turn = 0
@@ -40,6 +40,13 @@ class ModularLockEnv:
             "Answer with \\boxed{code}."
         )
         return obs, {}
+
+    @staticmethod
+    def _prod(values):
+        out = 1
+        for v in values:
+            out *= v
+        return out
 
     @staticmethod
     def _gcd(a, b):
