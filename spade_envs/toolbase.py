@@ -39,6 +39,23 @@ class ToolUseBaseEnv:
         self._validator: ArgumentValidator | None = None
         self.reset()
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Generated subclasses often forget to clear the per-episode counters in their
+        # reset(); wrap it so every episode starts at turn 0 with an empty history.
+        super().__init_subclass__(**kwargs)
+        user_reset = cls.__dict__.get("reset")
+        if user_reset is None or getattr(user_reset, "_spade_wrapped", False):
+            return
+
+        def reset(self: "ToolUseBaseEnv", *args: Any, **kw: Any) -> Any:
+            self.turn_count = 0
+            self._call_history = []
+            return user_reset(self, *args, **kw)
+
+        reset.__doc__ = getattr(user_reset, "__doc__", None)
+        reset._spade_wrapped = True  # type: ignore[attr-defined]
+        cls.reset = reset
+
     # -- to be provided by subclasses -------------------------------------------------
     def reset(self, seed: int | None = None) -> tuple[str, dict]:
         raise NotImplementedError("a ToolUseBaseEnv subclass must implement reset()")

@@ -29,7 +29,7 @@ class ModularLockEnv:
             if coprime and self._prod(mods) >= 500:  # a large answer space: guessing cannot win
                 break
         product = self._prod(mods)
-        self._answer = self._rng.randrange(1, product)
+        self._answer = self._rng.randrange(product // 8, product)  # never a tiny, guessable code
         self._moduli = mods
         self._turn = 0
         lines = [f"  code mod {m} = {self._answer % m}" for m in mods]

@@ -1,5 +1,6 @@
 """Banking support desk: reconcile a customer's balance from accounts and transactions."""
 
+import json
 import random
 
 METADATA = {
@@ -15,7 +16,7 @@ LAST = ["Ng", "Okafor", "Petrov", "Quist", "Rossi", "Sato", "Tamm", "Ueda", "Var
 
 
 class BankLedgerEnv(ToolUseBaseEnv):
-    def __init__(self, max_turns=12, **kwargs):
+    def __init__(self, max_turns=16, **kwargs):
         super().__init__(max_turns=max_turns, **kwargs)
 
     def reset(self, seed=None):
@@ -23,20 +24,24 @@ class BankLedgerEnv(ToolUseBaseEnv):
         self.turn_count = 0
         self._call_history = []
         names = rng.sample([f"{f} {l}" for f in FIRST for l in LAST], 6)
+        target_index = rng.randrange(len(names))
         customers = {}
         accounts = {}
         for i, name in enumerate(names):
             cid = f"C{rng.randint(100, 999)}{i}"
             customers[cid] = name
-            for j in range(rng.randint(1, 3)):
+            # the target owns several accounts, so no single tool result is the answer
+            for j in range(rng.randint(2, 4) if i == target_index else rng.randint(1, 3)):
                 acc = f"AC-{rng.randint(10000, 99999)}"
-                accounts[acc] = {"owner": cid, "balance": rng.randint(50, 5000) * 100 // 100}
+                while acc in accounts:
+                    acc = f"AC-{rng.randint(10000, 99999)}"
+                accounts[acc] = {"owner": cid, "balance": rng.randint(50, 5000)}
         pending = []
         for acc in accounts:
             for _ in range(rng.randint(0, 3)):
                 amt = rng.randint(5, 400)
                 pending.append({"account": acc, "amount": amt if rng.random() < 0.4 else -amt})
-        target_cid = rng.choice(list(customers))
+        target_cid = list(customers)[target_index]
         self._state = {"customers": customers, "accounts": accounts, "pending": pending}
         self._target = customers[target_cid]
         total = 0
@@ -49,7 +54,7 @@ class BankLedgerEnv(ToolUseBaseEnv):
                 "description": "Look up a customer id by full name.",
                 "parameters": {
                     "type": "object",
-                    "properties": {"name": {"type": "string", "description": "Full name, e.g. 'Ada Ng'"}},
+                    "properties": {"name": {"type": "string", "minLength": 3, "description": "Full name, e.g. 'Ada Ng'"}},
                     "required": ["name"],
                 },
             },
@@ -57,7 +62,7 @@ class BankLedgerEnv(ToolUseBaseEnv):
                 "description": "List the account numbers owned by a customer id.",
                 "parameters": {
                     "type": "object",
-                    "properties": {"customer_id": {"type": "string"}},
+                    "properties": {"customer_id": {"type": "string", "pattern": "^C[0-9]{4}$"}},
                     "required": ["customer_id"],
                 },
             },

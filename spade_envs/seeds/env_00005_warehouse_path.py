@@ -1,0 +1,119 @@
+"""Find a shortest route for a robot through a warehouse floor with shelves in the way."""
+
+import random
+import re
+from collections import deque
+
+METADATA = {
+    "name": "Warehouse Path",
+    "skill": "spatial reasoning",
+    "description": "Read a grid map with obstacles and give a shortest sequence of U/D/L/R moves from the start to the goal; any shortest route is accepted.",
+    "tags": ["grid", "shortest-path", "navigation", "multi-turn"],
+}
+
+MOVES = {"U": (-1, 0), "D": (1, 0), "L": (0, -1), "R": (0, 1)}
+
+
+class WarehousePathEnv:
+    """The answer is a move string; it is checked by simulation, so every shortest route wins."""
+
+    def __init__(self, max_turns=4, **kwargs):
+        self.max_turns = max_turns
+        self.reset()
+
+    def _bfs(self, start):
+        """Distances and parents from `start` over free cells (moves tried in U, D, L, R order)."""
+        dist, parent = {start: 0}, {start: None}
+        queue = deque([start])
+        while queue:
+            r, c = queue.popleft()
+            for name, (dr, dc) in MOVES.items():
+                nxt = (r + dr, c + dc)
+                if nxt in self._free and nxt not in dist:
+                    dist[nxt] = dist[(r, c)] + 1
+                    parent[nxt] = ((r, c), name)
+                    queue.append(nxt)
+        return dist, parent
+
+    def reset(self, seed=None):
+        rng = random.Random(seed)
+        while True:
+            self._rows, self._cols = rng.randint(8, 10), rng.randint(9, 12)
+            cells = [(r, c) for r in range(self._rows) for c in range(self._cols)]
+            density = rng.uniform(0.25, 0.33)
+            self._free = {p for p in cells if rng.random() > density}
+            start, goal = rng.sample(sorted(self._free), 2)
+            dist, parent = self._bfs(start)
+            manhattan = abs(start[0] - goal[0]) + abs(start[1] - goal[1])
+            if goal in dist and dist[goal] >= 12 and dist[goal] >= manhattan + 4:
+                break  # far apart, and the straight line is blocked
+        self._start, self._goal, self._dist = start, goal, dist[goal]
+        path, node = [], goal
+        while parent[node] is not None:
+            node, name = parent[node]
+            path.append(name)
+        self._answer = "".join(reversed(path))
+        self._turn = 0
+        self._done = False
+        grid = ["   " + "".join(str(c % 10) for c in range(self._cols))]
+        for r in range(self._rows):
+            row = ""
+            for c in range(self._cols):
+                row += "S" if (r, c) == start else "G" if (r, c) == goal else "." if (r, c) in self._free else "#"
+            grid.append(f"{r:2d} {row}")
+        obs = (
+            "A warehouse robot stands on S and must reach G. '#' is a shelf (blocked), '.' is open "
+            "floor; rows are numbered on the left (row 0 is the top), columns along the top.\n"
+            + "\n".join(grid)
+            + "\nThe robot moves one cell per step: U (up), D (down), L (left), R (right); it cannot "
+            "leave the map or enter a shelf. Give a SHORTEST route as one string of moves, e.g. "
+            "\\boxed{RRDL...}."
+        )
+        return obs, {}
+
+    def _walk(self, moves):
+        """Where a move string ends, or the 1-based step at which it becomes illegal."""
+        r, c = self._start
+        for i, m in enumerate(moves):
+            dr, dc = MOVES[m]
+            r, c = r + dr, c + dc
+            if (r, c) not in self._free:
+                return None, i + 1
+        return (r, c), 0
+
+    def step(self, action):
+        if self._done:
+            return "The episode is over.", 0.0, True, False, {}
+        self._turn += 1
+        found = re.findall(r"\\boxed\{([^{}]*)\}", str(action))
+        moves = re.sub(r"[\s,]", "", found[-1]).upper() if found else ""
+        truncated = self._turn >= self.max_turns
+        if not moves or any(m not in MOVES for m in moves):
+            self._done = truncated
+            return "Give the route as a string of U, D, L, R in \\boxed{}.", 0.0, False, truncated, {}
+        end, bad_step = self._walk(moves)
+        if end == self._goal and len(moves) == self._dist:
+            self._done = True
+            return "The robot reaches G by a shortest route.", 1.0, True, False, {}
+        self._done = truncated
+        if end is None:
+            obs = f"Move {bad_step} runs into a shelf or off the map."
+        elif end != self._goal:
+            obs = "The route is legal but does not end on G."
+        else:
+            obs = f"The route reaches G in {len(moves)} moves, but a shorter route exists."
+        return obs, 0.0, False, truncated, {}
+
+    def solution(self):
+        return self._answer
+
+    def hint(self):
+        r, c = self._start
+        mid = (r, c)
+        for m in self._answer[: self._dist // 2]:
+            mid = (mid[0] + MOVES[m][0], mid[1] + MOVES[m][1])
+        return (
+            f"A shortest route takes exactly {self._dist} moves and passes through row {mid[0]}, "
+            f"column {mid[1]} (columns counted from 0 at the left). Explore outward from S layer by "
+            "layer (breadth-first) rather than heading straight for G."
+        )

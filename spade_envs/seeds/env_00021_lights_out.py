@@ -1,0 +1,85 @@
+"""Lights Out on a 5x5 panel: press cells (each toggles itself and its orthogonal neighbours) until all are dark."""
+
+import random
+import re
+
+METADATA = {
+    "name": "Lights Out Panel",
+    "skill": "multi-step game",
+    "description": "Switch off every light of a 5x5 panel within a press budget; a press toggles a cell and its four neighbours.",
+    "tags": ["multi-step game", "spatial reasoning", "logical deduction", "puzzle"],
+}
+
+SIZE = 5
+
+
+class LightsOutEnv:
+    """One press per step as ``\\boxed{row,col}`` (1-based). Win: all lights off within the budget."""
+
+    def __init__(self, max_turns=None, **kwargs):
+        self._max_turns_arg = max_turns
+        self.reset()
+
+    def reset(self, seed=None):
+        rng = random.Random(seed)
+        while True:
+            presses = set(rng.sample([(r, c) for r in range(SIZE) for c in range(SIZE)], rng.randint(4, 7)))
+            board = [[0] * SIZE for _ in range(SIZE)]
+            for r, c in presses:
+                self._toggle(board, r, c)
+            if sum(map(sum, board)) >= 6:
+                break
+        self._board = board
+        self._needed = presses  # pressing exactly these (in any order) clears the board
+        self._budget = len(presses) + 4
+        self.max_turns = self._max_turns_arg or self._budget
+        self._turn = 0
+        self._done = False
+        return self._render("Switch off every light. ") + (
+            f"\nEach press toggles the cell and its up/down/left/right neighbours. You have {self._budget} "
+            "presses. Press one cell per turn with \\boxed{row,col} (1-based, row first)."
+        ), {}
+
+    @staticmethod
+    def _toggle(board, r, c):
+        for dr, dc in ((0, 0), (1, 0), (-1, 0), (0, 1), (0, -1)):
+            if 0 <= r + dr < SIZE and 0 <= c + dc < SIZE:
+                board[r + dr][c + dc] ^= 1
+
+    def _render(self, prefix):
+        rows = ["    " + " ".join(str(c + 1) for c in range(SIZE))]
+        for r in range(SIZE):
+            rows.append(f"{r + 1} | " + " ".join("#" if v else "." for v in self._board[r]))
+        lit = sum(map(sum, self._board))
+        return prefix + f"Panel ('#' = on, {lit} lit):\n" + "\n".join(rows)
+
+    def step(self, action):
+        if self._done:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        self._turn += 1
+        truncated = self._turn >= self.max_turns
+        m = re.search(r"\\boxed\{\s*(\d+)\s*[, ]\s*(\d+)\s*\}", str(action))
+        if not m:
+            return ("Invalid action: press a cell with \\boxed{row,col}, two numbers from 1 to 5.", 0.0, False, truncated,
+                    {"invalid": True})
+        r, c = int(m.group(1)) - 1, int(m.group(2)) - 1
+        if not (0 <= r < SIZE and 0 <= c < SIZE):
+            return f"Invalid action: row and column must be between 1 and {SIZE}.", 0.0, False, truncated, {"invalid": True}
+        self._toggle(self._board, r, c)
+        self._needed ^= {(r, c)}
+        if sum(map(sum, self._board)) == 0:
+            self._done = True
+            return "All lights are off. You win!", 1.0, True, False, {}
+        left = self._budget - self._turn
+        if left <= 0 or truncated:
+            self._done = True
+            return self._render("Out of presses. "), 0.0, False, True, {}
+        return self._render(f"Pressed ({r + 1},{c + 1}); {left} presses left. "), 0.0, False, False, {}
+
+    def solution(self):
+        return "\n".join(f"\\boxed{{{r + 1},{c + 1}}}" for r, c in sorted(self._needed))
+
+    def hint(self):
+        return ("Order does not matter and pressing a cell twice undoes it. Chase the lights down: after "
+                "fixing row k, press in row k+1 directly below each light still on in row k; the pattern "
+                "left in the last row tells you which top-row presses to start with.")

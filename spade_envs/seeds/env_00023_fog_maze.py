@@ -1,0 +1,125 @@
+"""Maze walk in the fog: only the walls around the current cell are visible; reach the exit."""
+
+import random
+import re
+from collections import deque
+
+METADATA = {
+    "name": "Fog Maze",
+    "skill": "multi-step game",
+    "description": "Walk a hidden maze one cell at a time, seeing only which directions are open, to reach a known exit.",
+    "tags": ["multi-step game", "spatial reasoning", "exploration", "partial observability", "memory"],
+}
+
+MOVES = {"N": (-1, 0), "S": (1, 0), "E": (0, 1), "W": (0, -1)}
+WORDS = {"NORTH": "N", "SOUTH": "S", "EAST": "E", "WEST": "W", "UP": "N", "DOWN": "S", "RIGHT": "E", "LEFT": "W"}
+
+
+class FogMazeEnv:
+    """One move per step as ``\\boxed{N|S|E|W}``. Win: standing on the exit before the step budget runs out."""
+
+    def __init__(self, max_turns=90, **kwargs):
+        self.max_turns = max_turns
+        self.reset()
+
+    def reset(self, seed=None):
+        rng = random.Random(seed)
+        self._h, self._w = rng.randint(6, 8), rng.randint(6, 8)
+        self._open = {(r, c): set() for r in range(self._h) for c in range(self._w)}
+        # depth-first carving gives a perfect maze; a few extra openings add loops
+        start = (rng.randrange(self._h), rng.randrange(self._w))
+        stack, seen = [start], {start}
+        while stack:
+            r, c = stack[-1]
+            options = [(d, (r + dr, c + dc)) for d, (dr, dc) in MOVES.items() if (r + dr, c + dc) in self._open
+                       and (r + dr, c + dc) not in seen]
+            if not options:
+                stack.pop()
+                continue
+            d, nxt = rng.choice(options)
+            self._link((r, c), d)
+            seen.add(nxt)
+            stack.append(nxt)
+        for _ in range(rng.randint(2, 5)):
+            cell = (rng.randrange(self._h), rng.randrange(self._w))
+            d = rng.choice(sorted(MOVES))
+            if self._neighbour(cell, d) in self._open:
+                self._link(cell, d)
+        dist = self._distances(start)
+        far = sorted(cell for cell, n in dist.items() if 12 <= n <= 40)
+        self._exit = rng.choice(far) if far else max(dist, key=lambda k: (dist[k], k))
+        self._pos = start
+        self._turn = 0
+        self._done = False
+        intro = (f"You are in a {self._h}x{self._w} maze in thick fog (rows 1-{self._h} top to bottom, columns "
+                 f"1-{self._w} left to right). The exit is at row {self._exit[0] + 1}, column {self._exit[1] + 1}. "
+                 f"You have {self.max_turns} moves; move by writing one direction letter (N, S, E or W) inside \\boxed{{}}.\n")
+        return intro + self._view(), {}
+
+    def _neighbour(self, cell, d):
+        return cell[0] + MOVES[d][0], cell[1] + MOVES[d][1]
+
+    def _link(self, cell, d):
+        back = {"N": "S", "S": "N", "E": "W", "W": "E"}[d]
+        self._open[cell].add(d)
+        self._open[self._neighbour(cell, d)].add(back)
+
+    def _distances(self, src):
+        dist, queue = {src: 0}, deque([src])
+        while queue:
+            cell = queue.popleft()
+            for d in sorted(self._open[cell]):
+                nxt = self._neighbour(cell, d)
+                if nxt not in dist:
+                    dist[nxt] = dist[cell] + 1
+                    queue.append(nxt)
+        return dist
+
+    def _view(self):
+        names = {"N": "north", "E": "east", "S": "south", "W": "west"}
+        open_dirs = [names[d] for d in "NESW" if d in self._open[self._pos]]
+        return (f"You stand at row {self._pos[0] + 1}, column {self._pos[1] + 1}. Open: {', '.join(open_dirs)}. "
+                f"Moves left: {self.max_turns - self._turn}.")
+
+    def step(self, action):
+        if self._done:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        self._turn += 1
+        truncated = self._turn >= self.max_turns
+        m = re.search(r"\\boxed\{\s*([A-Za-z]+)\s*\}", str(action))
+        d = m.group(1).upper() if m else ""
+        d = WORDS.get(d, d)
+        if d not in MOVES:
+            self._done = truncated
+            return ("Invalid action: write one direction (N, S, E or W) inside \\boxed{}. " + self._view(),
+                    0.0, False, truncated, {"invalid": True})
+        if d not in self._open[self._pos]:
+            self._done = truncated
+            return "You bump into a wall. " + self._view(), 0.0, False, truncated, {}
+        self._pos = self._neighbour(self._pos, d)
+        if self._pos == self._exit:
+            self._done = True
+            return "You step out of the fog through the exit. You win!", 1.0, True, False, {}
+        self._done = truncated
+        return self._view(), 0.0, False, truncated, {}
+
+    def solution(self):
+        # breadth-first search from the current position, remembering the move into each cell
+        back, queue = {self._pos: None}, deque([self._pos])
+        while queue:
+            cell = queue.popleft()
+            for d in sorted(self._open[cell]):
+                nxt = self._neighbour(cell, d)
+                if nxt not in back:
+                    back[nxt] = (cell, d)
+                    queue.append(nxt)
+        path, cell = [], self._exit
+        while back.get(cell) is not None:
+            cell, d = back[cell]
+            path.append(d)
+        return "\n".join(f"\\boxed{{{d}}}" for d in reversed(path))
+
+    def hint(self):
+        return ("Keep a map of the cells you have seen and which sides are open. Follow one wall (always "
+                "prefer turning right) or explore depth-first, backtracking from dead ends, while steering "
+                "toward the exit's row and column.")
