@@ -57,3 +57,18 @@ class RegistryError(SpadeError):
 class UntrustedCodeError(SpadeError):
     """In-process execution of code that is not shipped with the package was requested
     without ``trust_remote_code=True``."""
+
+
+class AgentError(SpadeError):
+    """An agent or generation backend cannot be built or cannot generate (bad agent spec,
+    missing model, unreachable server...)."""
+
+
+class RegistryFormatError(RegistryError):
+    """A registry store file cannot be used as is: ``kind`` is ``corrupt``, ``foreign``
+    (an SQLite file of another application) or ``newer_schema`` (written by a newer
+    spade-envs). The file is never modified."""
+
+    def __init__(self, message: str, kind: str = "corrupt") -> None:
+        super().__init__(message)
+        self.kind = kind

@@ -60,8 +60,8 @@ def fail(message: str, code: int = 1) -> "typer.Exit":
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        app(args=argv, standalone_mode=False)
-        return 0
+        rv = app(args=argv, standalone_mode=False)
+        return rv if isinstance(rv, int) else 0  # typer.Exit(n) comes back as n here
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.exceptions.Abort:

@@ -1,0 +1,66 @@
+"""Versioned schema of the registry store (SQLite).
+
+The schema version lives in ``PRAGMA user_version``; ``PRAGMA application_id`` holds
+:data:`APPLICATION_ID` so that a foreign SQLite file is recognised and refused.
+``MIGRATIONS[i]`` upgrades a store from version ``i`` to ``i + 1``; they run inside one
+``BEGIN IMMEDIATE`` transaction, so a store is either fully migrated or untouched.
+Never edit a published migration: append a new one and bump nothing else.
+"""
+
+from __future__ import annotations
+
+#: "SPDE" as a big-endian 32-bit integer.
+APPLICATION_ID = 0x53504445
+
+#: Store sequence numbers start here; 1..FIRST_STORE_SEQ-1 is reserved for the seed
+#: suite shipped in the package (generation 0), so a package upgrade that adds seeds can
+#: never collide with ids already allocated in somebody's store.
+FIRST_STORE_SEQ = 1000
+
+_V1 = f"""
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT INTO meta (key, value) VALUES ('first_store_seq', '{FIRST_STORE_SEQ}');
+
+-- one row per distinct source text (content-addressed)
+CREATE TABLE sources (
+    sha256 TEXT PRIMARY KEY,
+    source TEXT NOT NULL
+) WITHOUT ROWID;
+
+-- one row per (environment, version)
+CREATE TABLE envs (
+    seq INTEGER NOT NULL,
+    version INTEGER NOT NULL,
+    sha256 TEXT NOT NULL UNIQUE REFERENCES sources(sha256),
+    class_name TEXT NOT NULL,
+    generation INTEGER NOT NULL,
+    status TEXT NOT NULL DEFAULT 'active'
+        CHECK (status IN ('active', 'deprecated', 'quarantined')),
+    status_reason TEXT,
+    skill TEXT,
+    description TEXT,
+    designer_model TEXT,
+    grounding_ref TEXT,
+    parent_ids TEXT NOT NULL DEFAULT '[]',
+    tool_specs TEXT NOT NULL DEFAULT '[]',
+    metadata TEXT NOT NULL DEFAULT '{{}}',
+    acceptance TEXT NOT NULL DEFAULT '[]',
+    regret REAL,
+    win_rate_hint REAL,
+    win_rate_plain REAL,
+    max_episode_steps INTEGER,
+    origin TEXT NOT NULL DEFAULT 'local',
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (seq, version)
+);
+-- covering index for Gymnasium registration at import time (no source pages read)
+CREATE INDEX envs_registration ON envs (status, seq, version, max_episode_steps);
+CREATE INDEX envs_generation ON envs (generation);
+CREATE INDEX envs_skill ON envs (skill);
+"""
+
+MIGRATIONS: list[str] = [_V1]
+
+#: The schema version this code writes.
+SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,429 @@
+"""The local registry store: one SQLite database under ``SPADE_HOME`` (DESIGN.md section 7).
+
+Contract:
+
+- File: ``$SPADE_HOME/registry.sqlite3`` (``SPADE_HOME`` defaults to ``~/.cache/spade``).
+  WAL mode, a busy timeout, schema versions in ``PRAGMA user_version`` and our
+  ``PRAGMA application_id``. A foreign, corrupt or newer-schema file raises
+  :class:`~spade_envs.errors.RegistryFormatError` and is never written to.
+- A row per (sequence number, version). Sequence numbers are allocated inside a
+  ``BEGIN IMMEDIATE`` transaction, densely, from ``FIRST_STORE_SEQ`` (1000) up; ids below
+  are reserved for the seed suite shipped in the package.
+- Content-hash dedup: adding a source whose sha256 is already stored (or is a seed)
+  returns that entry with ``new=False``. ``add(source, replaces=ID)`` stores a changed
+  source as the next version of ``ID``.
+- ``latest`` = the highest *active* version, else the highest *deprecated* one;
+  quarantined versions are never resolved.
+- Everything in the store is untrusted (``EnvRecord.trusted`` is False): it runs sandboxed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import RegistryError, RegistryFormatError, UnknownEnvironmentError
+from .catalog import EnvRecord
+from .ids import EnvId, parse_env_id
+from .migrations import APPLICATION_ID, FIRST_STORE_SEQ, MIGRATIONS, SCHEMA_VERSION
+from .rows import STATUSES, record_from_row, row_values, seed_by_sha
+
+DB_NAME = "registry.sqlite3"
+BUSY_TIMEOUT_S = 60.0
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def spade_home() -> Path:
+    """``$SPADE_HOME`` or ``~/.cache/spade``."""
+    return Path(os.environ.get("SPADE_HOME") or Path.home() / ".cache" / "spade").expanduser()
+
+
+def default_path() -> Path:
+    return spade_home() / DB_NAME
+
+
+@dataclass(frozen=True)
+class AddResult:
+    """Outcome of :meth:`Registry.add`: the entry's id (with version) and whether it is new."""
+
+    env_id: EnvId
+    new: bool
+
+    def as_json(self) -> dict[str, Any]:
+        return {"id": self.env_id.base, "version": self.env_id.version, "new": self.new}
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _check_header(path: Path) -> None:
+    """Refuse a non-empty file that is not an SQLite database before SQLite touches it."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return
+    if size == 0:
+        return
+    with open(path, "rb") as fh:
+        head = fh.read(len(_SQLITE_MAGIC))
+    if head != _SQLITE_MAGIC or size < 512:
+        raise RegistryFormatError(
+            f"{path} is not a spade registry (not an SQLite database, or a corrupt one); "
+            "move it away or point SPADE_HOME elsewhere",
+            kind="corrupt",
+        )
+
+
+class Registry:
+    """A connection to one store file. Use :meth:`open`; close with :meth:`close` or ``with``."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path, readonly: bool) -> None:
+        self._conn = conn
+        self.path = path
+        self.readonly = readonly
+
+    # -- opening ---------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | os.PathLike | None = None, *, create: bool = True, readonly: bool = False) -> "Registry":
+        """Open (and with ``create`` create or migrate) the store at ``path``
+        (default ``$SPADE_HOME/registry.sqlite3``). Raises :class:`RegistryFormatError`
+        for a corrupt, foreign or newer-schema file and :class:`RegistryError` when the
+        file cannot be opened (missing with ``create=False``, unwritable...)."""
+        p = Path(path) if path is not None else default_path()
+        if not p.exists() and (readonly or not create):
+            raise RegistryError(f"no registry store at {p}")
+        _check_header(p)
+        if not readonly:
+            try:
+                p.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise RegistryError(f"cannot create {p.parent}: {exc.strerror}") from None
+        mode = "ro" if readonly else ("rwc" if create else "rw")
+        try:
+            conn = sqlite3.connect(
+                f"{p.resolve().as_uri()}?mode={mode}", uri=True, timeout=BUSY_TIMEOUT_S,
+                isolation_level=None, check_same_thread=False,
+            )
+        except sqlite3.Error as exc:
+            raise RegistryError(f"cannot open the registry store {p}: {exc}") from None
+        reg = cls(conn, p, readonly)
+        try:
+            reg._prepare(create=create and not readonly)
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            if "locked" in str(exc) or "readonly" in str(exc) or "unable to open" in str(exc):
+                raise RegistryError(f"cannot use the registry store {p}: {exc}") from None
+            raise RegistryFormatError(
+                f"{p} is corrupt ({exc}); move it away or point SPADE_HOME elsewhere", kind="corrupt"
+            ) from None
+        except BaseException:
+            conn.close()
+            raise
+        return reg
+
+    def _pragma(self, name: str) -> int:
+        return int(self._conn.execute(f"PRAGMA {name}").fetchone()[0])
+
+    def _check_identity(self) -> bool:
+        """True when the file is an empty, uninitialised database; raise for a foreign
+        or newer one."""
+        app_id, version = self._pragma("application_id"), self._pragma("user_version")
+        if app_id == 0 and version == 0:
+            if self._conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                raise RegistryFormatError(
+                    f"{self.path} is an SQLite database of another application, not a spade registry; "
+                    "it was left untouched", kind="foreign")
+            return True
+        if app_id != APPLICATION_ID:
+            raise RegistryFormatError(
+                f"{self.path} is an SQLite database of another application (application_id {app_id:#x}), "
+                "not a spade registry; it was left untouched", kind="foreign")
+        if version > SCHEMA_VERSION:
+            raise RegistryFormatError(
+                f"{self.path} has registry schema version {version}, newer than this spade-envs "
+                f"understands ({SCHEMA_VERSION}); upgrade spade-envs (the file was left untouched)",
+                kind="newer_schema")
+        return False
+
+    def _prepare(self, create: bool) -> None:
+        self._conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        fresh = self._check_identity()
+        current = self._pragma("user_version")
+        if (fresh or current < SCHEMA_VERSION) and create:
+            with self.transaction():
+                fresh = self._check_identity()  # another process may have won the race
+                start = self._pragma("user_version")
+                for script in MIGRATIONS[start:]:
+                    for statement in script.split(";"):
+                        if statement.strip():
+                            self._conn.execute(statement)
+                if start < SCHEMA_VERSION:
+                    self._conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                    self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        elif fresh or current < SCHEMA_VERSION:
+            raise RegistryError(f"{self.path} needs schema migration; run any `spade registry` command once")
+        if not self.readonly:
+            if self._conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> "Registry":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on any exception)."""
+        if self.readonly:
+            raise RegistryError(f"the registry store {self.path} is open read-only")
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._conn
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    # -- writing ---------------------------------------------------------------------
+    def add(self, source: str, *, replaces: str | EnvId | None = None, filename: str = "<env>",
+            **fields: Any) -> AddResult:
+        """Store ``source`` (with the optional fields of :func:`rows.row_values`: generation,
+        skill, description, designer_model, grounding_ref, parent_ids, tool_specs,
+        metadata, acceptance, regret, win_rate_hint, win_rate_plain, status, origin).
+
+        The same source as an existing entry (or a seed) returns that entry, ``new=False``.
+        ``replaces`` stores it as the next version of that environment. ``generation``
+        defaults to the newest generation in the store (1 in an empty one)."""
+        return self.add_many([{"source": source, "replaces": replaces, "filename": filename, **fields}])[0]
+
+    def add_many(self, items: Iterable[dict[str, Any]]) -> list[AddResult]:
+        """:meth:`add` for several sources in ONE transaction (all or nothing)."""
+        prepared = [(it, row_values(**{k: v for k, v in it.items() if k != "replaces"})) for it in items]
+        out: list[AddResult] = []
+        with self.transaction() as conn:
+            default_gen = None
+            next_seq = None
+            for item, values in prepared:
+                seed = seed_by_sha(values["sha256"])
+                if seed is not None:
+                    out.append(AddResult(seed.env_id, False))
+                    continue
+                hit = conn.execute("SELECT seq, version FROM envs WHERE sha256 = ?", (values["sha256"],)).fetchone()
+                if hit:
+                    out.append(AddResult(EnvId(hit[0], hit[1]), False))
+                    continue
+                replaces = item.get("replaces")
+                if replaces is not None:
+                    base = parse_env_id(str(replaces)) if not isinstance(replaces, EnvId) else replaces
+                    row = conn.execute("SELECT max(version) FROM envs WHERE seq = ?", (base.seq,)).fetchone()
+                    if row[0] is None:
+                        raise UnknownEnvironmentError(f"cannot replace {base.base}: it is not in the store")
+                    seq, version = base.seq, row[0] + 1
+                else:
+                    if next_seq is None:
+                        top = conn.execute("SELECT max(seq) FROM envs").fetchone()[0]
+                        next_seq = max(FIRST_STORE_SEQ, (top or 0) + 1)
+                    seq, version = next_seq, 0
+                    next_seq += 1
+                if values["generation"] is None:
+                    if default_gen is None:
+                        default_gen = max(1, conn.execute("SELECT max(generation) FROM envs").fetchone()[0] or 1)
+                    values["generation"] = default_gen
+                self._insert(conn, seq, version, values)
+                out.append(AddResult(EnvId(seq, version), True))
+        self._sync_gym([r.env_id for r in out if r.new])
+        return out
+
+    def _sync_gym(self, env_ids: list[EnvId]) -> None:
+        """Keep this process's Gymnasium registry in step with the default store."""
+        if not env_ids or self.path.resolve() != default_path().resolve():
+            return
+        from .gym_registration import register_rows, unregister
+
+        ids = {(e.seq, e.version) for e in env_ids}
+        rows = [r for r in self.registration_rows() if (r[0], r[1]) in ids]
+        unregister(env_ids)
+        register_rows(rows)
+
+    def _insert(self, conn: sqlite3.Connection, seq: int, version: int, values: dict[str, Any]) -> None:
+        now = _now()
+        values = {**values}
+        values.setdefault("created_at", None)
+        values["created_at"] = values["created_at"] or now
+        values["updated_at"] = values.get("updated_at") or now
+        conn.execute("INSERT OR IGNORE INTO sources (sha256, source) VALUES (?, ?)",
+                     (values["sha256"], values.pop("source")))
+        cols = ["seq", "version", *values]
+        conn.execute(
+            f"INSERT INTO envs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+            (seq, version, *values.values()),
+        )
+
+    def import_rows(self, rows: Iterable[dict[str, Any]]) -> dict[str, int]:
+        """Insert rows that carry their own ``seq``/``version`` (a Hub pull), in one
+        transaction. Rows already present with the same sha256 are skipped; a row whose
+        id or source is stored differently is a conflict and nothing is written."""
+        counts = {"added": 0, "unchanged": 0, "seeds": 0}
+        added: list[EnvId] = []
+        with self.transaction() as conn:
+            for r in rows:
+                seq, version = int(r["seq"]), int(r["version"])
+                values = row_values(**{k: v for k, v in r.items() if k not in ("seq", "version")})
+                if seq < FIRST_STORE_SEQ:
+                    counts["seeds"] += 1  # the seed suite comes from the installed package
+                    continue
+                hit = conn.execute("SELECT sha256 FROM envs WHERE seq = ? AND version = ?", (seq, version)).fetchone()
+                if hit and hit[0] == values["sha256"]:
+                    counts["unchanged"] += 1
+                    continue
+                other = conn.execute("SELECT seq, version FROM envs WHERE sha256 = ?", (values["sha256"],)).fetchone()
+                if hit or other:
+                    where = EnvId(seq, version) if hit else EnvId(*other)
+                    raise RegistryError(
+                        f"conflict: {EnvId(seq, version)} differs from the local store ({where}); "
+                        "pull into a fresh SPADE_HOME or remove the local entry")
+                self._insert(conn, seq, version, values)
+                counts["added"] += 1
+                added.append(EnvId(seq, version))
+        self._sync_gym(added)
+        return counts
+
+    def set_status(self, env_id: str | EnvId, status: str, reason: str | None = None) -> list[EnvId]:
+        """Set the status of one version (or, for an id without version, of all its versions)."""
+        if status not in STATUSES:
+            raise RegistryError(f"status must be one of {', '.join(STATUSES)}, got '{status}'")
+        eid = parse_env_id(env_id) if isinstance(env_id, str) else env_id
+        where, args = ("seq = ?", [eid.seq]) if eid.version is None else ("seq = ? AND version = ?", [eid.seq, eid.version])
+        with self.transaction() as conn:
+            hits = [EnvId(*r) for r in conn.execute(f"SELECT seq, version FROM envs WHERE {where}", args)]
+            if not hits:
+                raise UnknownEnvironmentError(f"no environment {eid} in the store")
+            conn.execute(f"UPDATE envs SET status = ?, status_reason = ?, updated_at = ? WHERE {where}",
+                         [status, reason, _now(), *args])
+        self._sync_gym(hits)
+        return hits
+
+    def update_scores(self, env_id: str | EnvId, *, regret: float | None = None, win_rate_hint: float | None = None,
+                      win_rate_plain: float | None = None, metadata: dict[str, Any] | None = None) -> None:
+        """Store the designer's measurements (None leaves a field unchanged); ``metadata``
+        is merged into the stored metadata."""
+        rec = self.get(env_id)
+        sets: dict[str, Any] = {k: float(v) for k, v in
+                                (("regret", regret), ("win_rate_hint", win_rate_hint), ("win_rate_plain", win_rate_plain))
+                                if v is not None}
+        if metadata:
+            stored = json.loads(self._conn.execute(
+                "SELECT metadata FROM envs WHERE seq = ? AND version = ?",
+                (rec.env_id.seq, rec.env_id.version)).fetchone()[0])
+            sets["metadata"] = json.dumps({**stored, **metadata}, sort_keys=True)
+        if not sets:
+            return
+        sets["updated_at"] = _now()
+        with self.transaction() as conn:
+            conn.execute(f"UPDATE envs SET {', '.join(f'{k} = ?' for k in sets)} WHERE seq = ? AND version = ?",
+                         [*sets.values(), rec.env_id.seq, rec.env_id.version])
+
+    # -- reading ---------------------------------------------------------------------
+    _SELECT = "SELECT envs.*, sources.source FROM envs JOIN sources USING (sha256)"
+
+    def _query(self, sql: str, args: Iterable[Any] = ()) -> list[EnvRecord]:
+        cur = self._conn.execute(sql, tuple(args))
+        names = [d[0] for d in cur.description]
+        return [record_from_row(dict(zip(names, row))) for row in cur]
+
+    def get(self, env_id: str | EnvId, version: int | None = None) -> EnvRecord:
+        """The entry for ``env_id`` (an explicit version, or :meth:`latest`). Raises
+        :class:`UnknownEnvironmentError` when missing or quarantined (naming the reason)."""
+        eid = parse_env_id(env_id) if isinstance(env_id, str) else env_id
+        if version is not None:
+            eid = eid.with_version(version)
+        if eid.version is None:
+            return self.latest(eid)
+        recs = self._query(f"{self._SELECT} WHERE seq = ? AND version = ?", (eid.seq, eid.version))
+        if not recs:
+            raise UnknownEnvironmentError(f"no environment {eid} in the store; `spade registry list` shows what exists")
+        if recs[0].status == "quarantined":
+            raise UnknownEnvironmentError(f"{eid} is quarantined: {recs[0].metadata.get('status_reason') or 'no reason given'}")
+        return recs[0]
+
+    def latest(self, env_id: str | EnvId) -> EnvRecord:
+        """Highest active version of ``env_id``; else its highest deprecated version."""
+        eid = parse_env_id(env_id) if isinstance(env_id, str) else env_id
+        recs = self._query(
+            f"{self._SELECT} WHERE seq = ? AND status != 'quarantined' "
+            "ORDER BY status = 'active' DESC, version DESC LIMIT 1", (eid.seq,))
+        if recs:
+            return recs[0]
+        if self._conn.execute("SELECT 1 FROM envs WHERE seq = ?", (eid.seq,)).fetchone():
+            raise UnknownEnvironmentError(f"every version of {eid.base} is quarantined")
+        raise UnknownEnvironmentError(f"no environment {eid.base} in the store; `spade registry list` shows what exists")
+
+    def versions(self, env_id: str | EnvId) -> list[EnvRecord]:
+        eid = parse_env_id(env_id) if isinstance(env_id, str) else env_id
+        return self._query(f"{self._SELECT} WHERE seq = ? ORDER BY version", (eid.seq,))
+
+    def list(self, *, generation: int | None = None, skill: str | None = None, status: str | None = None,
+             tags: Iterable[str] | None = None, seeds: bool = False) -> list[EnvRecord]:
+        """Entries ordered by (seq, version), filtered; ``seeds=True`` puts the package's
+        seed suite (generation 0) first."""
+        where, args = [], []
+        for col, val in (("generation", generation), ("skill", skill), ("status", status)):
+            if val is not None:
+                where.append(f"{col} = ?")
+                args.append(val)
+        sql = self._SELECT + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY seq, version"
+        recs = self._query(sql, args)
+        if seeds:
+            from .catalog import seed_records
+
+            recs = [r for r in seed_records() if (generation in (None, 0) and skill in (None, r.skill)
+                                                  and status in (None, r.status))] + recs
+        if tags:
+            want = set(tags)
+            recs = [r for r in recs if want & set(r.metadata.get("tags") or [])]
+        return recs
+
+    def registration_rows(self) -> list[tuple[int, int, int | None]]:
+        """(seq, version, max_episode_steps) of every loadable (non-quarantined) entry;
+        reads only the covering index."""
+        return self._conn.execute(
+            "SELECT seq, version, max_episode_steps FROM envs INDEXED BY envs_registration "
+            "WHERE status IN ('active', 'deprecated')").fetchall()
+
+    def next_generation(self) -> int:
+        """The generation number a new self-play round should use (1 + the newest)."""
+        return (self._conn.execute("SELECT max(generation) FROM envs").fetchone()[0] or 0) + 1
+
+    def stats(self) -> dict[str, Any]:
+        """Counts by status, generation and skill (store only; seeds counted apart)."""
+        from .catalog import seed_records
+
+        q = self._conn.execute
+
+        def group(col: str) -> dict[str, int]:
+            return {str(k): n for k, n in q(f"SELECT {col}, count(*) FROM envs GROUP BY {col} ORDER BY {col}")}
+
+        total, envs = q("SELECT count(*), count(DISTINCT seq) FROM envs").fetchone()
+        regret = q("SELECT avg(regret), avg(win_rate_plain) FROM envs WHERE status = 'active'").fetchone()
+        return {
+            "path": str(self.path), "schema_version": SCHEMA_VERSION, "seeds": len(seed_records()),
+            "versions": total, "environments": envs, "by_status": group("status"),
+            "by_generation": group("generation"), "by_skill": group("coalesce(skill, '')"),
+            "mean_regret": regret[0], "mean_win_rate_plain": regret[1],
+        }
+
+    def integrity_check(self) -> str:
+        return self._conn.execute("PRAGMA integrity_check").fetchone()[0]

@@ -1,0 +1,290 @@
+"""``spade registry list|show|add|stats|export|push|pull|deprecate|quarantine|activate``.
+
+The store is ``$SPADE_HOME/registry.sqlite3`` (:mod:`spade_envs.registry.store`).
+``add`` runs every candidate (``.py`` files, JSONL pools, folders of them) through the
+acceptance pipeline (``spade_envs.designer.acceptance``) before storing it; this module
+does that orchestration, so that ``registry/`` never imports ``designer/``. JSON shapes:
+DESIGN.md section 10.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any, Callable, Optional
+
+import typer
+
+registry_app = typer.Typer(help="The environment registry: local store and Hugging Face dataset.",
+                           no_args_is_help=True)
+
+
+def _open(create: bool = True):
+    """The default store (None when there is none and ``create`` is False)."""
+    from ..registry.store import Registry, default_path
+
+    if not create and not default_path().exists():
+        return None
+    return Registry.open(create=create)
+
+
+def _records(**filters: Any) -> list:
+    from ..registry.catalog import seed_records
+
+    reg = _open(create=False)
+    if reg is None:
+        gen, skill, status, tags = (filters.get(k) for k in ("generation", "skill", "status", "tags"))
+        return [r for r in seed_records() if gen in (None, 0) and skill in (None, r.skill) and status in (None, r.status)
+                and (not tags or set(tags) & set(r.metadata.get("tags") or []))]
+    with reg:
+        return reg.list(seeds=True, **filters)
+
+
+def _echo_json(obj: Any) -> None:
+    typer.echo(json.dumps(obj, default=str))
+
+
+# -- acceptance -------------------------------------------------------------------------
+def _verdicts(report: Any) -> list[dict[str, Any]]:
+    return [{"name": str(getattr(s, "name", s.get("name") if isinstance(s, dict) else s)),
+             "ok": bool(getattr(s, "ok", s.get("ok") if isinstance(s, dict) else False)),
+             "detail": str(getattr(s, "detail", s.get("detail", "") if isinstance(s, dict) else ""))}
+            for s in (getattr(report, "stages", None) or [])]
+
+
+def _static_check(source: str, filename: str) -> dict[str, Any]:
+    from ..errors import EnvProgramError
+    from ..program import inspect_program
+
+    try:
+        inspect_program(source, filename=filename)
+    except EnvProgramError as exc:
+        return {"accepted": False, "rejected_at": exc.stage, "stages": [{"name": exc.stage, "ok": False, "detail": str(exc)}]}
+    return {"accepted": True, "rejected_at": None,
+            "stages": [{"name": "static", "ok": True, "detail": "syntax and interface only (no acceptance pipeline)"}]}
+
+
+def acceptance_runner() -> Callable[[str, str], dict[str, Any]]:
+    """``run(source, filename) -> {"accepted", "rejected_at", "stages"}`` with the designer's
+    acceptance pipeline, or a static check (with a note on stderr) while it is missing."""
+    try:
+        from ..designer.acceptance import AcceptancePipeline
+    except ImportError:
+        typer.echo("spade: note: the acceptance pipeline (spade_envs.designer.acceptance) is not available; "
+                   "candidates get the static checks only (syntax, interface)", err=True)
+        return _static_check
+    pipeline = AcceptancePipeline()
+
+    def run(source: str, filename: str) -> dict[str, Any]:
+        report = pipeline.run(source, filename=filename)
+        return {"accepted": bool(report.accepted), "rejected_at": getattr(report, "rejected_at", None),
+                "stages": _verdicts(report)}
+
+    return run
+
+
+def add_files(files: list[str], *, generation: int | None = None, replaces: str | None = None,
+              accept: Callable[[str, str], dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Read candidates, run acceptance, store the accepted ones. Returns the
+    ``registry add --json`` object."""
+    from rich.console import Console
+    from rich.progress import track
+
+    from ..errors import SpadeError
+    from ..registry.importer import iter_candidates
+
+    accept = accept or acceptance_runner()
+    candidates = list(iter_candidates(files))
+    added: list[dict[str, Any]] = []
+    rejected: list[dict[str, Any]] = []
+    console = Console(stderr=True)
+    with _open() as reg:
+        for cand in track(candidates, description="accepting", console=console, transient=True,
+                          disable=len(candidates) < 2 or not console.is_terminal):
+            if cand.error is not None:
+                rejected.append({"file": cand.file, "rejected_at": "read", "detail": cand.error})
+                continue
+            verdict = accept(cand.source, cand.file)
+            if not verdict["accepted"]:
+                failed = next((s for s in verdict["stages"] if not s["ok"]), {"detail": ""})
+                rejected.append({"file": cand.file, "rejected_at": verdict["rejected_at"] or failed.get("name", "?"),
+                                 "detail": failed["detail"]})
+                continue
+            fields = dict(cand.fields)
+            if generation is not None:
+                fields["generation"] = generation
+            try:
+                res = reg.add(cand.source, filename=cand.file, replaces=replaces, acceptance=verdict["stages"], **fields)
+            except SpadeError as exc:
+                rejected.append({"file": cand.file, "rejected_at": "store", "detail": str(exc)})
+                continue
+            added.append(res.as_json())
+    return {"added": added, "rejected": rejected}
+
+
+# -- commands ---------------------------------------------------------------------------
+@registry_app.command("list")
+def list_cmd(
+    generation: Optional[int] = typer.Option(None, help="only this generation (0 = seed suite)"),
+    skill: Optional[str] = typer.Option(None, help="only this skill"),
+    status: Optional[str] = typer.Option(None, help="active | deprecated | quarantined"),
+    tag: Optional[list[str]] = typer.Option(None, "--tag", help="only entries with this tag (repeatable)"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object on stdout"),
+) -> None:
+    """List the active registry: the seed suite and the local store."""
+    recs = _records(generation=generation, skill=skill, status=status, tags=tag)
+    envs = [{"id": r.env_id.base, "version": r.env_id.version, "generation": r.generation, "status": r.status,
+             "skill": r.skill} for r in recs]
+    if as_json:
+        _echo_json({"envs": envs})
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"spade registry ({len(envs)} entries)")
+    for col in ("id", "version", "generation", "status", "skill", "class"):
+        table.add_column(col, no_wrap=col == "id")
+    for e, r in zip(envs, recs):
+        table.add_row(e["id"], str(e["version"]), str(e["generation"]), e["status"], str(e["skill"] or ""), r.class_name)
+    Console().print(table)
+
+
+@registry_app.command("show")
+def show_cmd(
+    env_id: str = typer.Argument(..., help="spade/Env-01000 (latest) or spade/Env-01000-v1"),
+    source: bool = typer.Option(False, "--source", help="print the program source"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Show one entry: metadata, status, lineage, scores (and the source)."""
+    from ..registry.catalog import resolve
+
+    rec = resolve(env_id)
+    info = {"id": rec.env_id.base, "version": rec.env_id.version, "generation": rec.generation, "status": rec.status,
+            "class_name": rec.class_name, "skill": rec.skill, "trusted": rec.trusted,
+            "metadata": {k: v for k, v in rec.metadata.items() if k != "acceptance"},
+            "acceptance": rec.metadata.get("acceptance", [])}
+    if source or as_json:
+        info["source"] = rec.source
+    if as_json:
+        _echo_json(info)
+        return
+    for key, value in info.items():
+        if key != "source":
+            typer.echo(f"{key}: {json.dumps(value, default=str) if isinstance(value, (dict, list)) else value}")
+    if source:
+        typer.echo("\n" + rec.source)
+
+
+@registry_app.command("add")
+def add_cmd(
+    files: list[str] = typer.Argument(..., help=".py programs, JSONL pools (code in a 'code'/'source'/'env_code' field), folders"),
+    generation: Optional[int] = typer.Option(None, help="generation of the new entries (default: the newest, 1 at first)"),
+    replaces: Optional[str] = typer.Option(None, help="store the (changed) source as a new version of this id"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Run candidates through acceptance and store the accepted ones. Exit 1 when any
+    candidate was rejected."""
+    from .main import fail
+
+    if replaces is not None and len(files) != 1:
+        raise fail("--replaces takes exactly one FILE", 2)
+    result = add_files(files, generation=generation, replaces=replaces)
+    if as_json:
+        _echo_json(result)
+    else:
+        for a in result["added"]:
+            typer.echo(f"{'added' if a['new'] else 'already stored'}: {a['id']}-v{a['version']}")
+        for r in result["rejected"]:
+            typer.echo(f"rejected at {r['rejected_at']}: {r['file']}: {r['detail']}")
+        by_stage = Counter(r["rejected_at"] for r in result["rejected"])
+        summary = ", ".join(f"{n} at {s}" for s, n in by_stage.most_common())
+        typer.echo(f"{sum(a['new'] for a in result['added'])} new, {len(result['added'])} accepted, "
+                   f"{len(result['rejected'])} rejected" + (f" ({summary})" if summary else ""))
+    if result["rejected"]:
+        raise typer.Exit(1)
+
+
+@registry_app.command("stats")
+def stats_cmd(as_json: bool = typer.Option(False, "--json")) -> None:
+    """Counts by status, generation and skill."""
+    from ..registry.catalog import seed_records
+
+    reg = _open(create=False)
+    if reg is None:
+        stats: dict[str, Any] = {"path": None, "seeds": len(seed_records()), "versions": 0, "environments": 0}
+    else:
+        with reg:
+            stats = reg.stats()
+    if as_json:
+        _echo_json(stats)
+    else:
+        for key, value in stats.items():
+            typer.echo(f"{key}: {value}")
+
+
+def _status_command(name: str, status: str, doc: str) -> None:
+    @registry_app.command(name, help=doc)
+    def cmd(env_id: str = typer.Argument(..., help="an id; without -vK every version"),
+            reason: str = typer.Option("", help="why (stored with the status)")) -> None:
+        with _open() as reg:
+            hits = reg.set_status(env_id, status, reason or None)
+        typer.echo(f"{status}: {', '.join(map(str, hits))}")
+
+
+_status_command("deprecate", "deprecated", "Mark an entry deprecated (still loadable by explicit version).")
+_status_command("quarantine", "quarantined", "Quarantine an entry: never resolved or registered.")
+_status_command("activate", "active", "Mark an entry active again.")
+
+
+@registry_app.command("export")
+def export_cmd(
+    out_dir: str = typer.Argument(..., help="folder to write (README.md + data/gen-NNNN/*.parquet)"),
+    generation: Optional[int] = typer.Option(None, help="only generations up to this one"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Write the registry in the Hugging Face dataset layout."""
+    from ..registry.hub_export import export
+
+    summary = export(_records(), out_dir, max_generation=generation)
+    _echo_json(summary) if as_json else typer.echo(
+        f"wrote {summary['rows']} rows in {len(summary['generations'])} generation(s) to {out_dir}")
+
+
+@registry_app.command("push")
+def push_cmd(
+    repo: str = typer.Argument(..., help="dataset repo id, e.g. me/spade-registry"),
+    generation: Optional[int] = typer.Option(None, help="publish generations up to this one"),
+    endpoint: Optional[str] = typer.Option(None, help="Hub endpoint (default: HF_ENDPOINT or huggingface.co)"),
+    token: Optional[str] = typer.Option(None, help="Hub token (default: the saved login)"),
+    private: bool = typer.Option(False, help="create the repo private"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Publish the registry as a dataset: one atomic commit, a tag gen-NNNN per generation."""
+    from ..registry.hub_sync import push
+
+    res = push(_records(), repo, generation=generation, endpoint=endpoint, token=token, private=private)
+    _echo_json(res) if as_json else typer.echo(
+        f"{repo}: {'new commit' if res['new_commit'] else 'unchanged'} {res['commit'][:12]}, "
+        f"{res['rows']} rows; tags created: {', '.join(res['tags_created']) or 'none'}")
+
+
+@registry_app.command("pull")
+def pull_cmd(
+    repo: str = typer.Argument(..., help="dataset repo id"),
+    revision: Optional[str] = typer.Option(None, help="branch, tag (gen-0003) or commit; default main"),
+    endpoint: Optional[str] = typer.Option(None, help="Hub endpoint (default: HF_ENDPOINT or huggingface.co)"),
+    token: Optional[str] = typer.Option(None),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Load a published registry into the local store (its code only runs sandboxed)."""
+    from ..registry.hub_sync import pull
+
+    with _open() as reg:
+        res = pull(reg, repo, revision=revision, endpoint=endpoint, token=token)
+    _echo_json(res) if as_json else typer.echo(
+        f"{repo}@{res['commit'][:12]}: {res['added']} added, {res['unchanged']} already present, "
+        f"{res['seeds']} seed rows skipped")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(registry_app, name="registry")

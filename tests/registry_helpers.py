@@ -1,0 +1,41 @@
+"""Shared helpers of the registry tests (tests/test_registry_*.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def synthetic_source(i: int, skill: str = "counting", tags: tuple[str, ...] = ("synthetic",)) -> str:
+    """A tiny, valid, deterministic program; distinct for every ``i``."""
+    return (
+        f"METADATA = {{'name': 'Echo {i}', 'skill': {skill!r}, 'tags': {list(tags)!r}}}\n\n"
+        "import random\n\n"
+        f"class Echo{i}Env:\n"
+        "    def __init__(self, max_turns=3, **kwargs):\n"
+        "        self.max_turns = max_turns\n"
+        "        self.reset()\n\n"
+        "    def reset(self, seed=None):\n"
+        "        rng = random.Random(seed)\n"
+        f"        self._n = rng.randrange(1000) + {i}\n"
+        "        self._turn = 0\n"
+        "        return f'Repeat the number {self._n} in \\\\boxed{{}}.', {}\n\n"
+        "    def step(self, action):\n"
+        "        self._turn += 1\n"
+        "        won = action.strip() == f'\\\\boxed{{{self._n}}}'\n"
+        "        done = won or self._turn >= self.max_turns\n"
+        "        return ('correct' if won else 'wrong'), (1.0 if won else 0.0), done, False, {}\n\n"
+        "    def solution(self):\n"
+        "        return str(self._n)\n"
+    )
+
+
+@pytest.fixture
+def spade_home(tmp_path, monkeypatch):
+    """A fresh SPADE_HOME; spade ids it registers in Gymnasium are removed afterwards."""
+    from gymnasium.envs.registration import registry as gym_registry
+
+    monkeypatch.setenv("SPADE_HOME", str(tmp_path / "home"))
+    before = set(gym_registry)
+    yield tmp_path / "home"
+    for key in set(gym_registry) - before:
+        gym_registry.pop(key, None)
