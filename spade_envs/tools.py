@@ -9,6 +9,8 @@ an object. Arguments of every call are validated against it before the tool runs
 from __future__ import annotations
 
 import copy
+import functools
+import json
 import re
 from typing import Any
 
@@ -62,17 +64,77 @@ def normalize_tool_spec(spec: Any) -> dict[str, Any]:
         raise ToolSpecError(f"invalid tool spec at {where}: {err.message}")
     name = fn["name"]
     params = fn["parameters"]
-    try:
-        Draft202012Validator.check_schema(params)
-    except jsonschema.SchemaError as exc:
-        where = "/".join(str(p) for p in exc.path) or "<root>"
-        raise ToolSpecError(
-            f"tool '{name}': 'parameters' is not a valid JSON Schema at {where}: {exc.message}"
-        ) from None
+    problem = _schema_problem_cached(params)
+    if problem is not None:
+        where, message = problem
+        raise ToolSpecError(f"tool '{name}': 'parameters' is not a valid JSON Schema at {where}: {message}")
     if params.get("type", "object") != "object":
         raise ToolSpecError(f"tool '{name}': 'parameters' must describe an object (type: object)")
     fn.setdefault("description", "")
     return spec
+
+
+def _schema_problem(params: Any) -> tuple[str, str] | None:
+    """``(where, message)`` when ``params`` is not a valid JSON Schema, else None."""
+    try:
+        Draft202012Validator.check_schema(params)
+    except jsonschema.SchemaError as exc:
+        return "/".join(str(p) for p in exc.path) or "<root>", exc.message
+    return _ref_problem(params, params, [])
+
+
+#: keywords whose values are data, not subschemas (a "$ref" inside them is not a reference)
+_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
+
+
+def _ref_problem(node: Any, root: Any, path: list[str]) -> tuple[str, str] | None:
+    """``(where, message)`` for the first ``$ref`` that is remote or points nowhere.
+
+    Remote references would need a fetch at validation time (never allowed), and a dangling
+    local one makes every later argument check fail; both are rejected at registration."""
+    if isinstance(node, list):
+        for i, item in enumerate(node):
+            problem = _ref_problem(item, root, path + [str(i)])
+            if problem:
+                return problem
+        return None
+    if not isinstance(node, dict):
+        return None
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        where = "/".join(path + ["$ref"])
+        if not ref.startswith("#"):
+            return where, f"remote reference {ref!r} is not allowed; define it under $defs and use '#/$defs/...'"
+        target: Any = root
+        for part in [p for p in ref[1:].split("/") if p] if ref.startswith("#/") or ref == "#" else []:
+            part = part.replace("~1", "/").replace("~0", "~")
+            if isinstance(target, dict) and part in target:
+                target = target[part]
+            elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+                target = target[int(part)]
+            else:
+                return where, f"reference {ref!r} points to nothing in the schema"
+    for key, value in node.items():
+        if key not in _DATA_KEYWORDS and key != "$ref":
+            problem = _ref_problem(value, root, path + [str(key)])
+            if problem:
+                return problem
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _schema_problem_json(params_json: str) -> tuple[str, str] | None:
+    return _schema_problem(json.loads(params_json))
+
+
+def _schema_problem_cached(params: Any) -> tuple[str, str] | None:
+    """Meta-schema check memoized on the canonical JSON of ``params`` (programs return the
+    same specs on every reset; the check costs milliseconds)."""
+    try:
+        key = json.dumps(params, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return _schema_problem(params)
+    return _schema_problem_json(key)
 
 
 def validate_tool_specs(specs: Any, implemented: set[str] | None = None) -> list[dict[str, Any]]:
@@ -119,7 +181,10 @@ class ArgumentValidator:
             return f"Error: unknown tool '{name}'. Available tools: {avail}."
         if not isinstance(arguments, dict):
             return f"Error: arguments of '{name}' must be a JSON object."
-        error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+        try:
+            error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+        except Exception as exc:  # an unusable schema or pathological arguments: never raise
+            return f"Error: the arguments of tool '{name}' cannot be checked ({type(exc).__name__}). The tool was not run."
         if error is None:
             return None
         where = "/".join(str(p) for p in error.path)

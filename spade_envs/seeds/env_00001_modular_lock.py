@@ -32,6 +32,7 @@ class ModularLockEnv:
         self._answer = self._rng.randrange(product // 8, product)  # never a tiny, guessable code
         self._moduli = mods
         self._turn = 0
+        self._done = False
         lines = [f"  code mod {m} = {self._answer % m}" for m in mods]
         obs = (
             "A vault lock opens with a positive integer code. The engineer left these notes:\n"
@@ -55,11 +56,15 @@ class ModularLockEnv:
         return a
 
     def step(self, action):
+        if self._done:
+            return "The episode is over.", 0.0, True, False, {}
         self._turn += 1
-        m = re.search(r"\\boxed\{\s*(-?\d+)\s*\}", action)
+        m = re.search(r"\\boxed\{\s*(-?\d+)\s*\}", str(action))
         if m and int(m.group(1)) == self._answer:
+            self._done = True
             return "The vault opens.", 1.0, True, False, {}
         truncated = self._turn >= self.max_turns
+        self._done = truncated
         if not m:
             return "Give your code as \\boxed{number}.", 0.0, False, truncated, {}
         return "The lock stays shut.", 0.0, False, truncated, {}
