@@ -194,7 +194,7 @@ class InProcessRuntime(EnvRuntime):
         namespace = trusted_prelude()
         namespace["__name__"] = f"spade_env_{info.sha256[:12]}"
         try:
-            code = compile(source, filename, "exec")
+            code = compile(source, filename, "exec", dont_inherit=True)
             exec(code, namespace)  # noqa: S102 - trusted by contract of this class
         except Exception as exc:
             raise EnvProgramError(f"{filename}: module body raised {type(exc).__name__}: {exc}", stage="compile") from None

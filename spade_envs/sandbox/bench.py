@@ -1,0 +1,161 @@
+"""``spade bench sandbox``: what isolation costs, against plain in-process execution.
+
+Figures (``run(quick) -> dict``):
+
+- ``plain_step_us``: ``env.step`` of a cheap program executed with the real interpreter;
+- ``restricted_step_us``: the same program compiled under the sandbox policy, in-process;
+- ``isolated_step_us``: one step per message to a sandbox worker (round trip);
+- ``batched_step_us``: steps sent 64 per message (to 2 workers);
+  ``batched_overhead_us`` = batched - plain (target <= 20), ``ratio_isolated_vs_plain``;
+- ``worker_ready_us``: fork from the warm zygote until the worker answers (target <= 30 ms);
+  ``zygote_start_s``: the one-time interpreter start and pre-load;
+- ``hang_recovery_s`` / ``hang_over_deadline_us``: a hung step is reported and its worker
+  replaced (target: deadline + 50 ms);
+- ``ratio_seed_replay_sandbox_vs_inprocess``: speed of replaying the seed suite's
+  solutions (3 seeds each, reset + solution + every action) sandboxed relative to
+  in-process (target >= 0.33); ``..._batched`` replays all environments in lock-step
+  through ``step_batch``/``reset_batch``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+CHEAP_ENV = """
+class CounterEnv:
+    def __init__(self, max_turns=1000000, **kwargs):
+        self.max_turns = max_turns
+        self.reset()
+
+    def reset(self, seed=None):
+        self._count = 0
+        self._target = 7
+        return "count to seven", {}
+
+    def step(self, action):
+        self._count += 1
+        done = self._count >= self.max_turns
+        reward = 1.0 if action == "7" else 0.0
+        return f"count={self._count}", reward, False, done, {}
+
+    def solution(self):
+        return "7"
+"""
+
+
+def _per_call_us(fn, n: int) -> float:
+    fn()
+    best = float("inf")
+    for _ in range(3):
+        t = time.perf_counter()
+        for _ in range(n):
+            fn()
+        best = min(best, (time.perf_counter() - t) / n * 1e6)
+    return best
+
+
+def _replay(runtime: Any, records: Any, opened: dict) -> float:
+    from ..actions import solution_to_actions
+
+    sessions = [opened.setdefault((id(runtime), r.class_name), runtime.open(r.source)) for r in records]
+    t = time.perf_counter()
+    for session in sessions:
+        for seed in (0, 1, 2):
+            session.reset(seed)
+            for action in solution_to_actions(session.solution()):
+                session.step(action)
+    return time.perf_counter() - t
+
+
+def _replay_batched(runtime: Any, records: Any, opened: dict) -> float:
+    from ..actions import solution_to_actions
+
+    sessions = [opened.setdefault((id(runtime), r.class_name), runtime.open(r.source)) for r in records]
+    t = time.perf_counter()
+    for seed in (0, 1, 2):
+        runtime.reset_batch([(s, seed) for s in sessions])
+        plans = [solution_to_actions(s.solution()) for s in sessions]
+        for k in range(max(len(p) for p in plans)):
+            runtime.step_batch([(s, p[k]) for s, p in zip(sessions, plans) if k < len(p)])
+    return time.perf_counter() - t
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    from ..registry.catalog import seed_records
+    from ..runtime import InProcessRuntime
+    from .restricted import RestrictedLoader
+    from .runtime import SandboxRuntime
+
+    n = 300 if quick else 3000
+    out: dict[str, Any] = {"machine_note": "shared 2-core machine; figures vary with load"}
+
+    namespace: dict[str, Any] = {"__name__": "bench_plain"}
+    exec(compile(CHEAP_ENV, "<bench>", "exec", dont_inherit=True), namespace)  # noqa: S102 - our own code
+    plain = namespace["CounterEnv"]()
+    out["plain_step_us"] = _per_call_us(lambda: plain.step("3"), n * 10)
+    restricted = RestrictedLoader().open(CHEAP_ENV, "CounterEnv")._env
+    out["restricted_step_us"] = _per_call_us(lambda: restricted.step("3"), n * 10)
+
+    t = time.perf_counter()
+    runtime = SandboxRuntime(max_workers=2, step_timeout_s=10.0)
+    runtime.info()
+    out["zygote_start_s"] = time.perf_counter() - t
+    try:
+        session = runtime.open(CHEAP_ENV)
+        out["isolated_step_us"] = _per_call_us(lambda: session.step("3"), n)
+        batch_sessions = [runtime.open(CHEAP_ENV) for _ in range(8)]
+        batch = [(s, "3") for s in batch_sessions] * 8
+        out["batched_step_us"] = _per_call_us(lambda: runtime.step_batch(batch), max(3, n // 64)) / len(batch)
+        out["batched_overhead_us"] = out["batched_step_us"] - out["plain_step_us"]
+        out["ratio_isolated_vs_plain"] = out["isolated_step_us"] / out["plain_step_us"]
+
+        pool = runtime.pool
+        ready = []
+        for _ in range(5 if quick else 20):
+            t = time.perf_counter()
+            worker = pool.spawn()
+            reply = pool.exchange({worker: [["ping", 0, None]]}, 5.0)[worker]
+            ready.append((time.perf_counter() - t) * 1e6)
+            assert isinstance(reply, list) and reply[0][0] == 1
+            worker.kill()
+        out["worker_ready_us"] = sorted(ready)[len(ready) // 2]
+
+        deadline = 0.2
+        hang_rt = SandboxRuntime(max_workers=1, step_timeout_s=deadline)
+        try:
+            hang_src = CHEAP_ENV.replace("        self._count += 1", "        while action == 'hang':\n            pass\n        self._count += 1")
+            hang = hang_rt.open(hang_src)
+            t = time.perf_counter()
+            try:
+                hang.step("hang")
+            except Exception:  # noqa: BLE001 - the timeout is the point
+                pass
+            recovery = time.perf_counter() - t
+            assert hang_rt.pool.workers and hang_rt.pool.workers[0].alive
+        finally:
+            hang_rt.close()
+        out["hang_deadline_s"] = deadline
+        out["hang_recovery_s"] = recovery
+        out["hang_over_deadline_us"] = (recovery - deadline) * 1e6
+
+        records = seed_records()
+        if quick:
+            records = records[:4]
+        inproc = InProcessRuntime()
+        opened: dict = {}
+        _replay(inproc, records, opened)
+        _replay(runtime, records, opened)
+        t_in = min(_replay(inproc, records, opened) for _ in range(2))
+        t_sb = min(_replay(runtime, records, opened) for _ in range(2))
+        t_sb_batched = min(_replay_batched(runtime, records, opened) for _ in range(2))
+        out["seed_envs"] = len(records)
+        out["seed_replay_inprocess_s"] = t_in
+        out["seed_replay_sandbox_s"] = t_sb
+        out["seed_replay_sandbox_batched_s"] = t_sb_batched
+        out["ratio_seed_replay_sandbox_vs_inprocess"] = t_in / t_sb
+        out["ratio_seed_replay_sandbox_batched_vs_inprocess"] = t_in / t_sb_batched
+        out["network_isolation"] = runtime.info().get("network")
+    finally:
+        runtime.close()
+    return out

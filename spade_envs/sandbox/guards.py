@@ -1,0 +1,289 @@
+"""Run-time guards of the sandbox: what RestrictedPython's rewritten code calls.
+
+``a.b`` becomes ``_getattr_(a, "b")``, ``a.b = v`` becomes ``_write_(a).b = v``; this
+module decides, per object:
+
+- *own* objects are instances of classes the program defined (registered by
+  :func:`build_class`, the ``__metaclass__`` hook RestrictedPython puts on every class
+  statement), those classes themselves, and ``super()`` proxies over them. Their
+  single-underscore attributes are readable and writable (``self._answer``), and a few
+  dunders (:data:`~.policy.ALLOWED_DUNDER_READS`) readable.
+- *foreign* objects (modules copies, builtins, library objects) expose only public
+  attributes, minus :data:`DENIED_ATTRS` (frames, generators, file writers, ``ctypes``);
+  ``__name__``/``__qualname__``/``__doc__`` are readable everywhere. ``str.format`` and
+  ``format_map`` are replaced by a formatter whose field lookups go through these same
+  guards, so ``"{0.__class__}".format(x)`` is refused.
+- writes go to own objects and plain containers only (never to shared modules/classes).
+
+A refused access raises :class:`SandboxViolation`; the worker reports an environment
+that let one escape with ``EnvExecutionError(kind="security")``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import collections
+import functools
+import string
+import types
+from typing import Any
+
+from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence, safe_builtins
+from RestrictedPython.PrintCollector import PrintCollector
+
+from .policy import ALLOWED_DUNDER_DEFS
+
+try:  # string.Formatter internals: the C splitter of "a.b[c]" field names
+    from _string import formatter_field_name_split
+except ImportError:  # pragma: no cover
+    formatter_field_name_split = None
+
+
+class SandboxViolation(Exception):
+    """Sandboxed code tried something the policy forbids."""
+
+
+#: classes the sandboxed program created (own classes); maintained by build_class
+OWN_CLASSES: set[type] = set()
+#: trusted base classes whose private/dunder *reads* are allowed (never writes)
+TRUSTED_BASES: set[type] = set()
+#: the list of own classes of the session currently running (for cleanup on close)
+_current_session_classes: list[list[type]] = [[]]
+
+_ANY_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__"})
+_OWN_DUNDERS = ALLOWED_DUNDER_DEFS | _ANY_DUNDERS | {"__module__"}
+_INSTANCE_DUNDERS = _OWN_DUNDERS | {"__class__", "__dict__"}
+DENIED_ATTRS = frozenset(
+    """gi_frame gi_code gi_yieldfrom cr_frame cr_code cr_await cr_origin ag_frame ag_code ag_await
+    tb_frame tb_next f_back f_builtins f_code f_globals f_locals f_trace co_code
+    tofile dump dumps ctypes cffi __array_interface__""".split()
+)
+_OPAQUE_TYPES = (types.FrameType, types.TracebackType, types.CodeType)
+_GEN_TYPES = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
+_GEN_PUBLIC = frozenset({"send", "throw", "close"})
+#: types of the module copies (their public functions may be called ``dump(s)``)
+MODULE_TYPES: set[type] = set()
+_SPECIAL = DENIED_ATTRS | {"format", "format_map"}
+_OPAQUE_SET = frozenset(_OPAQUE_TYPES + _GEN_TYPES)
+WRITABLE_CONTAINERS: set[type] = {
+    list, dict, set, bytearray, collections.deque, collections.OrderedDict, collections.defaultdict, collections.Counter
+}
+
+
+def _is_own(obj: Any) -> bool:
+    cls = type(obj)
+    if cls in OWN_CLASSES:
+        return True
+    if cls is super:
+        owner = getattr(obj, "__self__", None)
+        return type(owner) in OWN_CLASSES or owner in OWN_CLASSES
+    return isinstance(obj, type) and obj in OWN_CLASSES
+
+
+def guarded_getattr(obj: Any, name: str, *default: Any) -> Any:
+    """``getattr`` for sandboxed code (also the ``getattr`` builtin it sees)."""
+    if type(name) is not str:
+        raise TypeError("attribute name must be a string")
+    if name[:1] != "_" and name not in _SPECIAL and type(obj) not in _OPAQUE_SET:
+        return getattr(obj, name, *default)  # the common case: a public attribute
+    if name[:1] == "_":
+        if name in _ANY_DUNDERS:
+            pass
+        elif _is_own(obj):
+            if name[:2] == "__" and name[-2:] == "__":
+                allowed = _OWN_DUNDERS if isinstance(obj, (type, super)) else _INSTANCE_DUNDERS
+                if name not in allowed:
+                    raise SandboxViolation(f"access to '{name}' is not allowed in the sandbox")
+        elif isinstance(obj, type) and obj in TRUSTED_BASES and name not in ("__dict__", "__class__"):
+            if name[:2] == "__" and name not in ALLOWED_DUNDER_DEFS:
+                raise SandboxViolation(f"access to '{name}' is not allowed in the sandbox")
+        else:
+            raise SandboxViolation(
+                f"access to '{name}' of a {type(obj).__name__} object is not allowed in the sandbox"
+            )
+        return getattr(obj, name, *default)
+    if name in DENIED_ATTRS and not _is_own(obj) and type(obj) not in MODULE_TYPES:
+        raise SandboxViolation(f"access to '{name}' is not allowed in the sandbox")
+    if isinstance(obj, str) or obj is str:
+        if name == "format":
+            return functools.partial(safe_format, obj) if obj is not str else safe_format
+        if name == "format_map":
+            return functools.partial(safe_format_map, obj) if obj is not str else safe_format_map
+    elif isinstance(obj, _OPAQUE_TYPES) or (isinstance(obj, _GEN_TYPES) and name not in _GEN_PUBLIC):
+        raise SandboxViolation(f"access to '{name}' of a {type(obj).__name__} is not allowed in the sandbox")
+    return getattr(obj, name, *default)
+
+
+def guarded_hasattr(obj: Any, name: str) -> bool:
+    try:
+        guarded_getattr(obj, name)
+    except (AttributeError, SandboxViolation):
+        return False
+    return True
+
+
+def guarded_write(obj: Any) -> Any:
+    """``_write_``: own objects and plain containers are writable, nothing else."""
+    cls = type(obj)
+    if cls in OWN_CLASSES or cls in WRITABLE_CONTAINERS or (isinstance(obj, type) and obj in OWN_CLASSES):
+        return obj
+    raise SandboxViolation(f"a {cls.__name__} object cannot be modified in the sandbox")
+
+
+def _check_write_name(name: Any) -> None:
+    if not isinstance(name, str) or (name[:2] == "__" and name[-2:] == "__"):
+        raise SandboxViolation(f"setting '{name}' is not allowed in the sandbox")
+
+
+def guarded_setattr(obj: Any, name: str, value: Any) -> None:
+    _check_write_name(name)
+    setattr(guarded_write(obj), name, value)
+
+
+def guarded_delattr(obj: Any, name: str) -> None:
+    _check_write_name(name)
+    delattr(guarded_write(obj), name)
+
+
+def guarded_vars(obj: Any) -> dict:
+    if type(obj) in OWN_CLASSES:
+        return vars(obj)
+    raise SandboxViolation("vars() is only allowed on the program's own objects")
+
+
+def guarded_type(obj: Any) -> type:
+    """``type(x)``; the three-argument class factory is refused."""
+    return type(obj)
+
+
+def guarded_inplacevar(op: str, x: Any, y: Any) -> Any:
+    return _INPLACE[op](x, y)
+
+
+import operator as _op  # noqa: E402
+
+_INPLACE = {
+    "+=": _op.iadd, "-=": _op.isub, "*=": _op.imul, "/=": _op.itruediv, "%=": _op.imod,
+    "**=": _op.ipow, "<<=": _op.ilshift, ">>=": _op.irshift, "|=": _op.ior, "^=": _op.ixor,
+    "&=": _op.iand, "//=": _op.ifloordiv, "@=": _op.imatmul,
+}
+
+
+class _SafeFormatter(string.Formatter):
+    """``str.format`` whose ``{0.attr}``/``{0[key]}`` lookups go through the guards."""
+
+    def get_field(self, field_name, args, kwargs):
+        first, rest = formatter_field_name_split(field_name)
+        obj = self.get_value(first, args, kwargs)
+        for is_attr, key in rest:
+            obj = guarded_getattr(obj, key) if is_attr else obj[key]
+        return obj, first
+
+
+_FORMATTER = _SafeFormatter()
+
+
+def safe_format(template: str, /, *args: Any, **kwargs: Any) -> str:
+    if not isinstance(template, str):
+        raise TypeError("format() needs a str template")
+    return _FORMATTER.vformat(template, args, kwargs)
+
+
+def safe_format_map(template: str, mapping: Any, /) -> str:
+    if not isinstance(template, str):
+        raise TypeError("format_map() needs a str template")
+    return _FORMATTER.vformat(template, (), mapping)
+
+
+def attrgetter(*names: str):
+    """``operator.attrgetter`` through the guards."""
+    def get(obj):
+        out = []
+        for dotted in names:
+            value = obj
+            for part in dotted.split("."):
+                value = guarded_getattr(value, part)
+            out.append(value)
+        return out[0] if len(names) == 1 else tuple(out)
+    return get
+
+
+def methodcaller(name: str, /, *args: Any, **kwargs: Any):
+    """``operator.methodcaller`` through the guards."""
+    return lambda obj: guarded_getattr(obj, name)(*args, **kwargs)
+
+
+# -- classes -------------------------------------------------------------------------------
+ALLOWED_BASES: set[type] = {object, dict, list, set, frozenset, tuple, str, int, float, Exception, BaseException}
+ALLOWED_BASES |= {v for v in vars(builtins).values() if isinstance(v, type) and issubclass(v, BaseException)}
+
+
+def _winner(bases: tuple) -> type:
+    meta = type
+    for b in bases:
+        m = type(b)
+        if issubclass(m, meta):
+            meta = m
+        elif not issubclass(meta, m):
+            raise TypeError("metaclass conflict among the bases")
+    return meta
+
+
+def register_class(cls: Any) -> Any:
+    if isinstance(cls, type):
+        OWN_CLASSES.add(cls)
+        _current_session_classes[0].append(cls)
+    return cls
+
+
+class _ClassHook:
+    """The ``__metaclass__`` RestrictedPython puts on every class statement: checks the
+    bases, builds the class with the proper metaclass and registers it as own."""
+
+    def __prepare__(self, name: str, bases: tuple, **kwargs: Any):
+        for b in bases:
+            if b not in ALLOWED_BASES and b not in OWN_CLASSES:
+                raise SandboxViolation(f"class {name} may not derive from {getattr(b, '__name__', b)!r} in the sandbox")
+        meta = _winner(bases)
+        return meta.__prepare__(name, bases, **kwargs)
+
+    def __call__(self, name: str, bases: tuple, namespace: dict, **kwargs: Any) -> type:
+        return register_class(_winner(bases)(name, bases, namespace, **kwargs))
+
+
+build_class = _ClassHook()
+
+
+def safe_builtins_dict() -> dict[str, Any]:
+    """The ``__builtins__`` of sandboxed code (shared, never exposed as an object)."""
+    b = dict(safe_builtins)
+    for name in (
+        "all any enumerate filter map max min sum sorted reversed zip list dict set frozenset tuple "
+        "iter next object property staticmethod classmethod super bytes bytearray format ascii bin "
+        "NotImplemented"
+    ).split():
+        b[name] = getattr(builtins, name)
+    b.update(
+        getattr=guarded_getattr, hasattr=guarded_hasattr, setattr=guarded_setattr, delattr=guarded_delattr,
+        vars=guarded_vars, type=guarded_type,
+    )
+    b.update({k: v for k, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)})
+    for name in ("__build_class__",):
+        b[name] = getattr(builtins, name)
+    return b
+
+
+def guard_globals() -> dict[str, Any]:
+    """The helper names RestrictedPython's rewritten code calls."""
+    return {
+        "_getattr_": guarded_getattr,
+        "_write_": guarded_write,
+        "_getitem_": _op.getitem,
+        "_getiter_": iter,
+        "_iter_unpack_sequence_": guarded_iter_unpack_sequence,
+        "_unpack_sequence_": guarded_unpack_sequence,
+        "_inplacevar_": guarded_inplacevar,
+        "_apply_": lambda f, *a, **k: f(*a, **k),
+        "_print_": PrintCollector,
+        "__metaclass__": build_class,
+    }

@@ -1,0 +1,194 @@
+"""Static layer of the sandbox: a RestrictedPython 9 policy for LLM-written programs.
+
+Stock RestrictedPython rejects most ordinary code a designer model writes. This policy
+(DESIGN.md section 5) is strict where it matters and practical elsewhere:
+
+allowed
+    single-underscore names (``_helper``, ``_cache``); single-underscore attribute
+    *syntax* (``self._answer``: whether the object is the program's own is decided at
+    run time by :mod:`.guards`); ``__x`` attributes inside a class (name-mangled like
+    Python does); augmented assignment on names, attributes and items; annotated
+    assignments; ``nonlocal``/``global``; definitions of common dunder methods
+    (:data:`ALLOWED_DUNDER_DEFS`); reads of a few dunder attributes
+    (:data:`ALLOWED_DUNDER_READS`, checked again at run time); ``super().__init__()``;
+    decorators; lambdas, closures, comprehensions, f-strings, try/except/finally.
+refused at compile time (``EnvProgramError(stage="sandbox_compile")``)
+    imports outside :data:`.prelude.IMPORTABLE`; star and relative imports; any other
+    dunder name or attribute (``__class__.__mro__``, ``__globals__``, ``__builtins__``);
+    frame, traceback, code and generator internals (``gi_frame``, ``tb_frame``,
+    ``f_globals``...); names reserved for the guards (``_getattr_``, ``_write_``...);
+    ``exec``/``eval``; ``async``; ``except*``; metaclass keywords.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from functools import lru_cache
+from types import CodeType
+
+from RestrictedPython.transformer import INSPECT_ATTRIBUTES, RestrictingNodeTransformer
+
+from ..errors import EnvProgramError
+
+#: Dunder methods a program may define on its own classes.
+ALLOWED_DUNDER_DEFS = frozenset(
+    """__init__ __new__ __post_init__ __str__ __repr__ __format__ __eq__ __ne__ __lt__ __le__
+    __gt__ __ge__ __hash__ __bool__ __len__ __iter__ __next__ __reversed__ __contains__
+    __getitem__ __setitem__ __delitem__ __missing__ __call__ __enter__ __exit__ __getattr__
+    __add__ __radd__ __iadd__ __sub__ __rsub__ __isub__ __mul__ __rmul__ __imul__ __truediv__
+    __rtruediv__ __floordiv__ __rfloordiv__ __mod__ __rmod__ __pow__ __rpow__ __neg__ __pos__
+    __abs__ __invert__ __and__ __or__ __xor__ __rand__ __ror__ __lshift__ __rshift__ __int__
+    __float__ __index__ __round__ __copy__ __deepcopy__""".split()
+)
+
+#: Dunder attributes whose *syntax* is allowed; :mod:`.guards` decides per object.
+ALLOWED_DUNDER_READS = ALLOWED_DUNDER_DEFS | {"__name__", "__qualname__", "__doc__", "__class__", "__dict__", "__module__"}
+
+#: Names the guards and RestrictedPython's rewriting use; programs may not bind them.
+_RESERVED = re.compile(r"^(_[a-z_]*_|_tmp\d+|_print|__.*)$")
+
+
+class SpadePolicy(RestrictingNodeTransformer):
+    """RestrictedPython transformer with the practical policy described in the module doc."""
+
+    def __init__(self, errors=None, warnings=None, used_names=None) -> None:
+        super().__init__(errors, warnings, used_names)
+        self._class_stack: list[str] = []
+        self._scopes: list[str] = []  # "class" / "func", innermost last
+
+    # -- names -------------------------------------------------------------------------
+    def check_name(self, node, name, allow_magic_methods=False) -> None:  # noqa: D401
+        if name is None:
+            return
+        if allow_magic_methods and name in ALLOWED_DUNDER_DEFS and self._class_stack:
+            return
+        if name.startswith("__") and not name.endswith("__") and self._class_stack:
+            return  # private, mangled by the compiler
+        if _RESERVED.match(name) and name != "_":
+            self.error(node, f'"{name}" is a reserved name in the sandbox')
+        else:
+            super().check_name(node, "x" + name if name.startswith("_") else name)
+
+    # -- attributes --------------------------------------------------------------------
+    def _mangle(self, attr: str) -> str:
+        if attr.startswith("__") and not attr.endswith("__") and self._class_stack:
+            owner = self._class_stack[-1].lstrip("_")
+            return f"_{owner}{attr}" if owner else attr
+        return attr
+
+    def visit_Attribute(self, node: ast.Attribute):
+        attr = self._mangle(node.attr)
+        node.attr = attr
+        if attr in INSPECT_ATTRIBUTES:
+            self.error(node, f'"{attr}" is a frame/generator internal and cannot be accessed in the sandbox')
+        elif attr.startswith("__") and attr.endswith("__"):
+            if attr not in ALLOWED_DUNDER_READS or not isinstance(node.ctx, ast.Load):
+                self.error(node, f'dunder attribute "{attr}" cannot be accessed in the sandbox')
+        if isinstance(node.ctx, ast.Load):
+            node = self.node_contents_visit(node)
+            new = ast.Call(func=ast.Name("_getattr_", ast.Load()), args=[node.value, ast.Constant(attr)], keywords=[])
+            ast.copy_location(new, node)
+            return new
+        node = self.node_contents_visit(node)
+        new_value = ast.Call(func=ast.Name("_write_", ast.Load()), args=[node.value], keywords=[])
+        ast.copy_location(new_value, node.value)
+        node.value = new_value
+        return node
+
+    # -- statements RestrictedPython refuses but LLM code needs -------------------------
+    def visit_AugAssign(self, node: ast.AugAssign):
+        """``x += 1``, ``self.turn += 1`` and ``counts[k] += 1`` stay native; attribute
+        and item targets go through ``_write_`` (which only passes the program's own
+        objects and plain containers)."""
+        if isinstance(node.target, ast.Name):
+            self.check_name(node.target, node.target.id)
+            node.value = self.visit(node.value)
+            return node
+        return self.node_contents_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign):
+        """``grid: list[list[int]] = []`` keeps its value; the annotation is dropped
+        (annotations are never needed to run a program)."""
+        if self._scopes and self._scopes[-1] == "class":
+            # class bodies keep annotations: dataclasses and NamedTuple read them
+            if isinstance(node.target, ast.Name):
+                self.check_name(node.target, node.target.id)
+            return self.node_contents_visit(node)
+        if node.value is None:
+            if isinstance(node.target, ast.Name):
+                self.check_name(node.target, node.target.id)
+                return None
+            return ast.copy_location(ast.Pass(), node)
+        assign = ast.copy_location(ast.Assign(targets=[node.target], value=node.value), node)
+        return self.visit_Assign(assign)
+
+    def visit_Nonlocal(self, node: ast.Nonlocal):
+        for name in node.names:
+            self.check_name(node, name)
+        return node
+
+    def visit_Global(self, node: ast.Global):
+        for name in node.names:
+            self.check_name(node, name)
+        return node
+
+    def visit_ClassDef(self, node: ast.ClassDef):
+        self._class_stack.append(node.name)
+        self._scopes.append("class")
+        try:
+            return super().visit_ClassDef(node)
+        finally:
+            self._class_stack.pop()
+            self._scopes.pop()
+
+    def visit_FunctionDef(self, node: ast.FunctionDef):
+        # methods see the class stack (for dunder definitions and mangling); functions
+        # nested in methods keep it, as Python's own mangling does
+        node.returns = None  # annotations are not needed to run a program
+        for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs:
+            a.annotation = None
+        for a in (node.args.vararg, node.args.kwarg):
+            if a is not None:
+                a.annotation = None
+        self._scopes.append("func")
+        try:
+            return super().visit_FunctionDef(node)
+        finally:
+            self._scopes.pop()
+
+    def visit_Module(self, node: ast.Module):
+        return ast.fix_missing_locations(super().visit_Module(node))
+
+    def check_import_names(self, node):
+        from .prelude import IMPORTABLE
+
+        module = node.module if isinstance(node, ast.ImportFrom) else None
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                self.error(node, "relative imports are not allowed in the sandbox")
+            elif module not in IMPORTABLE and module != "__future__":
+                self.error(node, f'import of "{module}" is not allowed in the sandbox')
+        else:
+            for alias in node.names:
+                if alias.name not in IMPORTABLE:
+                    self.error(node, f'import of "{alias.name}" is not allowed in the sandbox')
+        return super().check_import_names(node)
+
+
+@lru_cache(maxsize=256)
+def compile_program(source: str, filename: str = "<env>") -> CodeType:
+    """Compile ``source`` under :class:`SpadePolicy`; raise
+    ``EnvProgramError(stage="sandbox_compile")`` listing the violations otherwise."""
+    try:
+        tree = ast.parse(source, filename, "exec")
+        errors: list[str] = []
+        SpadePolicy(errors, [], {}).visit(tree)
+        code = None if errors else compile(tree, filename, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise EnvProgramError(f"{filename}: cannot compile ({type(exc).__name__}: {exc})", stage="sandbox_compile") from None
+    if errors or code is None:
+        shown = "; ".join(errors[:5])
+        more = f" (+{len(errors) - 5} more)" if len(errors) > 5 else ""
+        raise EnvProgramError(f"{filename}: refused by the sandbox policy: {shown}{more}", stage="sandbox_compile")
+    return code

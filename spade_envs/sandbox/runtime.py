@@ -1,0 +1,258 @@
+"""``SandboxRuntime``: the default runtime for untrusted programs (DESIGN.md section 5).
+
+Each session is one environment instance living in a worker process (many sessions
+share a worker). Every method of :class:`SandboxSession` has the semantics of
+:class:`spade_envs.runtime.InProcessSession` (the worker runs that very class over the
+restricted program) and additionally:
+
+- a wall-clock deadline per call (``step_timeout_s``; ``open_timeout_s`` for compiling
+  and constructing): on expiry the worker is killed and replaced and the call fails
+  with ``EnvExecutionError(kind="timeout")``; other sessions of that worker fail their
+  next call with ``kind="crash"`` (their state is gone). ``reset`` on such a dead
+  session re-opens it on a live worker, so the next episode works;
+- results are checked again in the caller (string observations of capped length,
+  finite rewards, bools, dict infos);
+- nothing the program does can raise anything but ``EnvProgramError`` /
+  ``EnvExecutionError`` here, nor stop the caller's process.
+
+``step_batch``/``reset_batch`` send one message per worker for the whole batch.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from ..contract import StepResult, check_reset_result, check_step_result, check_text
+from ..errors import EnvExecutionError, EnvProgramError, SpadeError
+from ..program import inspect_program
+from ..runtime import EnvRuntime, EnvSession
+from .pool import Lost, Worker, WorkerPool
+
+_ids = itertools.count(1)
+
+
+def _to_error(err: dict) -> SpadeError:
+    if err.get("type") == "program":
+        return EnvProgramError(err.get("msg", "program error"), stage=err.get("stage", "interface"))
+    return EnvExecutionError(err.get("msg", "execution error"), kind=err.get("kind", "error"))
+
+
+class SandboxSession(EnvSession):
+    """A live environment inside a sandbox worker."""
+
+    def __init__(self, runtime: SandboxRuntime, source: str, class_name: str, kwargs: dict, filename: str) -> None:
+        self._runtime = runtime
+        self._spec = (source, class_name, kwargs, filename)
+        self.tools: list[dict[str, Any]] = []
+        self.worker: Worker | None = None
+        self.sid = 0
+        self._dead: SpadeError | None = None
+        self.closed = False
+        self._owner = os.getpid()
+
+    # -- plumbing --------------------------------------------------------------------
+    def _attach(self) -> None:
+        source, class_name, kwargs, filename = self._spec
+        self.worker = self._runtime.pool.pick()
+        self._owner = os.getpid()
+        self.sid = next(_ids)
+        self.worker.sessions.add(self)
+        self._dead = None
+        arg = {"source": source, "class_name": class_name, "kwargs": kwargs, "filename": filename}
+        tools = self._runtime._call([(self, "open", arg)], self._runtime.open_timeout_s)[0]
+        if isinstance(tools, SpadeError):
+            self._detach()
+            raise tools
+        self._set_tools(tools)
+
+    def _detach(self) -> None:
+        if self.worker is not None:
+            self.worker.sessions.discard(self)
+
+    def _set_tools(self, tools: Any) -> None:
+        if tools is not None:
+            if not isinstance(tools, list):
+                raise EnvProgramError("the worker returned malformed tool specs")
+            self.tools = tools
+
+    def _unavailable(self) -> SpadeError | None:
+        if self.closed:
+            return EnvExecutionError("this session is closed", kind="closed")
+        if self._dead is not None:
+            return self._dead
+        if self._owner != os.getpid():
+            return EnvExecutionError("this session was opened in another process (before a fork)", kind="crash")
+        if self.worker is None or not self.worker.alive:
+            return EnvExecutionError(
+                "the sandbox worker running this environment was restarted (another environment in it "
+                "hung or crashed); reset() starts a new episode", kind="crash")
+        return None
+
+    def _one(self, op: str, arg: Any) -> Any:
+        result = self._runtime._call([(self, op, arg)], self._runtime.step_timeout_s)[0]
+        if isinstance(result, SpadeError):
+            raise result
+        return result
+
+    # -- EnvSession ------------------------------------------------------------------
+    def reset(self, seed: int | None = None) -> tuple[str, dict]:
+        result = self._runtime.reset_batch([(self, seed)])[0]
+        if isinstance(result, SpadeError):
+            raise result
+        return result
+
+    def step(self, action: str) -> StepResult:
+        result = self._runtime.step_batch([(self, action)])[0]
+        if isinstance(result, SpadeError):
+            raise result
+        return result
+
+    def solution(self) -> str:
+        return check_text(self._one("solution", None), "solution()")
+
+    def hint(self) -> str | None:
+        value = self._one("hint", None)
+        return None if value is None else check_text(value, "hint()")
+
+    def snapshot(self) -> Any:
+        return self._one("snapshot", None)
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        if self._unavailable() is not None:
+            self.closed = True
+            self._detach()
+            return
+        try:
+            self._one("close", None)
+        finally:
+            self.closed = True
+            self._detach()
+
+
+class SandboxRuntime(EnvRuntime):
+    """Runs untrusted programs in isolated, resource-limited worker processes.
+
+    ``max_workers`` defaults to the number of CPUs; ``memory_mb`` is each worker's
+    address-space budget on top of the pre-loaded zygote; ``cpu_s`` its CPU-second
+    limit over its life."""
+
+    def __init__(self, *, max_workers: int | None = None, step_timeout_s: float = 10.0,
+                 open_timeout_s: float = 30.0, memory_mb: int = 1024, cpu_s: int = 3600) -> None:
+        self.step_timeout_s = step_timeout_s
+        self.open_timeout_s = open_timeout_s
+        self.pool = WorkerPool(max_workers or os.cpu_count() or 2, memory_mb, cpu_s)
+
+    def open(self, source: str, *, kwargs: dict[str, Any] | None = None, filename: str = "<env>") -> EnvSession:
+        info = inspect_program(source, filename)
+        session = SandboxSession(self, source, info.class_name, dict(kwargs or {}), filename)
+        session._attach()
+        return session
+
+    def info(self) -> dict[str, Any]:
+        """How workers are confined here: ``network`` (``netns`` or ``audit-hook``), ``uid``."""
+        return dict(self.pool.zygote.info)
+
+    # -- batching ----------------------------------------------------------------------
+    def _call(self, calls: Sequence[tuple[SandboxSession, str, Any]], deadline_s: float) -> list[Any]:
+        """Run calls (grouped into one message per worker); each slot gets the payload
+        or the SpadeError of that call."""
+        out: list[Any] = [None] * len(calls)
+        requests: dict[Worker, list] = {}
+        slots: dict[Worker, list[int]] = {}
+        for i, (session, op, arg) in enumerate(calls):
+            problem = session._unavailable() if op != "open" else None
+            if problem is not None:
+                out[i] = problem
+                continue
+            requests.setdefault(session.worker, []).append([op, session.sid, arg])
+            slots.setdefault(session.worker, []).append(i)
+        if not requests:
+            return out
+        with self.pool.lock:
+            replies = self.pool.exchange(requests, deadline_s)
+        for worker, reply in replies.items():
+            idx = slots[worker]
+            if isinstance(reply, Lost):
+                for j, i in enumerate(idx):
+                    session, op, _ = calls[i]
+                    if reply.kind == "timeout" and j == reply.culprit:
+                        err = EnvExecutionError(f"{op}() {reply.detail}; the worker was killed", kind="timeout")
+                        session._dead = EnvExecutionError(f"this episode ended with a timeout in {op}()", kind="timeout")
+                    else:
+                        err = EnvExecutionError(f"{op}() was lost: {reply.detail}", kind="crash")
+                    out[i] = err
+                continue
+            if not isinstance(reply, list) or len(reply) != len(idx):
+                for i in idx:
+                    out[i] = EnvExecutionError("the worker sent a malformed reply", kind="crash")
+                self.pool.replace(worker)
+                continue
+            for i, item in zip(idx, reply):
+                ok, payload = (item + [None, None])[:2] if isinstance(item, list) else (0, {})
+                out[i] = payload if ok == 1 else _to_error(payload if isinstance(payload, dict) else {})
+        return out
+
+    def _revive(self, session: SandboxSession) -> SpadeError | None:
+        """Re-open a session whose worker was lost (a reset starts a new episode)."""
+        if session.closed:
+            return EnvExecutionError("this session is closed", kind="closed")
+        if session._unavailable() is None:
+            return None
+        session._detach()
+        try:
+            session._attach()
+        except SpadeError as exc:
+            return exc
+        return None
+
+    def step_batch(self, calls: Sequence[tuple[EnvSession, str]]) -> list[StepResult | SpadeError]:
+        raw = self._call([(s, "step", a if isinstance(a, str) else str(a)) for s, a in calls], self.step_timeout_s)
+        out: list[StepResult | SpadeError] = []
+        for payload in raw:
+            if isinstance(payload, SpadeError):
+                out.append(payload)
+                continue
+            try:
+                if not isinstance(payload, list) or len(payload) != 5:
+                    raise EnvProgramError("the worker returned a malformed step result")
+                out.append(check_step_result(tuple(payload)))
+            except SpadeError as exc:
+                out.append(exc)
+        return out
+
+    def reset_batch(self, calls: Sequence[tuple[EnvSession, int | None]]) -> list[tuple[str, dict] | SpadeError]:
+        out: list[Any] = [None] * len(calls)
+        live = []
+        for i, (session, seed) in enumerate(calls):
+            problem = self._revive(session)  # type: ignore[arg-type]
+            if problem is not None:
+                out[i] = problem
+            else:
+                live.append(i)
+        raw = self._call([(calls[i][0], "reset", calls[i][1]) for i in live], self.step_timeout_s)
+        for i, payload in zip(live, raw):
+            if isinstance(payload, SpadeError):
+                out[i] = payload
+                continue
+            try:
+                if not isinstance(payload, list) or len(payload) != 3:
+                    raise EnvProgramError("the worker returned a malformed reset result")
+                calls[i][0]._set_tools(payload[2])  # type: ignore[attr-defined]
+                out[i] = check_reset_result((payload[0], payload[1]))
+            except SpadeError as exc:
+                out[i] = exc
+        return out
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def __del__(self) -> None:  # pragma: no cover - best effort at interpreter exit
+        try:
+            self.pool.close()
+        except Exception:
+            pass
