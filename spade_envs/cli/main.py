@@ -58,19 +58,29 @@ def fail(message: str, code: int = 1) -> "typer.Exit":
     return typer.Exit(code)
 
 
+try:  # typer 0.2x parses with a vendored copy of click, whose exceptions are distinct classes
+    from typer._click import exceptions as _vendored
+except ImportError:  # pragma: no cover - older typer uses click itself
+    _vendored = click.exceptions
+_EXIT = (click.exceptions.Exit, *[c for c in (getattr(_vendored, "Exit", None),) if c])
+_ABORT = (click.exceptions.Abort, *[c for c in (getattr(_vendored, "Abort", None),) if c])
+_USAGE = (click.UsageError, *[c for c in (getattr(_vendored, "UsageError", None),) if c])
+_CLICK = (click.ClickException, *[c for c in (getattr(_vendored, "ClickException", None),) if c])
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         rv = app(args=argv, standalone_mode=False)
         return rv if isinstance(rv, int) else 0  # typer.Exit(n) comes back as n here
-    except click.exceptions.Exit as exc:
+    except _EXIT as exc:
         return exc.exit_code
-    except click.exceptions.Abort:
+    except _ABORT:
         typer.echo("spade: aborted", err=True)
         return 130
-    except click.UsageError as exc:
+    except _USAGE as exc:
         typer.echo(f"spade: usage error: {exc.format_message()}", err=True)
         return 2
-    except click.ClickException as exc:
+    except _CLICK as exc:
         typer.echo(f"spade: error: {exc.format_message()}", err=True)
         return exc.exit_code or 1
     except SpadeError as exc:

@@ -1,0 +1,86 @@
+"""``spade validate FILE.py [--json] [--trust-remote-code]``: run the acceptance pipeline.
+
+Exit status: 0 accepted, 1 rejected, 2 usage error (missing or unreadable file, not a
+``.py`` UTF-8 text file, bad flags, or no sandbox available without
+``--trust-remote-code``). ``--json`` prints exactly one JSON object on stdout, in the shape
+of DESIGN.md section 10: ``{"accepted", "rejected_at", "stages": [{"name", "ok",
+"detail"}, ...]}`` plus extra keys. Without it, a table of the stages is printed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+
+def _read_source(path: Path) -> str:
+    from .main import fail
+
+    if path.suffix != ".py":
+        raise fail(f"{path}: expected a Python source file (*.py)", 2)
+    if not path.exists():
+        raise fail(f"{path}: no such file", 2)
+    if not path.is_file():
+        raise fail(f"{path}: not a regular file", 2)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise fail(f"{path}: cannot read ({exc.strerror or exc})", 2) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise fail(f"{path}: not UTF-8 text", 2) from None
+    if "\x00" in text:
+        raise fail(f"{path}: binary data, not Python source text", 2)
+    return text
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("validate")
+    def validate(
+        file: Path = typer.Argument(..., help="environment source file (*.py)"),
+        as_json: bool = typer.Option(False, "--json", help="print one JSON object on stdout"),
+        trust_remote_code: bool = typer.Option(
+            False, "--trust-remote-code", help="run the code in-process, without the sandbox (trusted code only)"
+        ),
+    ) -> None:
+        """Run the acceptance stages on FILE and print a verdict per stage."""
+        from ..errors import UntrustedCodeError
+        from ..designer.acceptance import AcceptancePipeline
+        from .main import fail
+
+        source = _read_source(file)
+        pipeline = AcceptancePipeline(trust_remote_code=trust_remote_code)
+        try:
+            pipeline.runtime  # noqa: B018 - fail early, before any stage, when there is no sandbox
+        except UntrustedCodeError as exc:
+            raise fail(f"{exc} (spade validate --trust-remote-code)", 2) from None
+        report = pipeline.run(source, filename=str(file))
+        if as_json:
+            typer.echo(json.dumps(report.to_json()))
+        else:
+            _print_table(report)
+        raise typer.Exit(0 if report.accepted else 1)
+
+
+def _print_table(report) -> None:  # noqa: ANN001 - AcceptanceReport, imported lazily
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=f"spade validate {report.filename}")
+    table.add_column("stage")
+    table.add_column("ok", justify="center")
+    table.add_column("ms", justify="right")
+    table.add_column("detail", overflow="fold")
+    for verdict in report.stages:
+        mark = "[green]yes[/green]" if verdict.ok else "[red]NO[/red]"
+        table.add_row(verdict.name, mark, f"{1000 * verdict.seconds:.1f}", escape(verdict.detail))
+    console = Console()
+    console.print(table)
+    if report.accepted:
+        console.print(f"[green]accepted[/green] ({report.class_name}, {report.seconds:.2f} s)")
+    else:
+        console.print(f"[red]rejected at {report.rejected_at}[/red]: {escape(report.failure.detail if report.failure else '')}")
