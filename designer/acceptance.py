@@ -161,7 +161,15 @@ class AcceptancePipeline(StageChecks):
 
     # -- driver ------------------------------------------------------------------------
     def run(self, source: Any, filename: str = "<env>") -> AcceptanceReport:
-        """Run every stage on ``source``; the report lists the stages that ran."""
+        """Run every stage on ``source``; the report lists the stages that ran.
+
+        Multi-player games (``num_players`` > 1) take their own stages
+        (:mod:`.acceptance_multiplayer`) and return a report of the same shape."""
+        from .acceptance_multiplayer import dispatch
+
+        game = dispatch(source, filename, self.config, self._runtime, self._trust)
+        if game is not None:
+            return game
         ctx = Context(source=source, filename=filename, started=time.perf_counter())
         report = AcceptanceReport(filename=filename)
         try:

@@ -51,6 +51,10 @@ class SpadeEnv(gym.Env[str, str]):
             source, trusted = record.source, record.trusted
             self.env_id, self.version = record.env_id.base, record.env_id.version
             self.spade_metadata = dict(record.metadata)
+            if int(record.metadata.get("num_players", 1) or 1) > 1:
+                raise EnvProgramError(
+                    f"{record.env_id.base} is a multi-player game: use spade_envs.make_aec({record.env_id.base!r})"
+                )
         else:
             self.env_id, self.version, self.spade_metadata = None, None, {}
         self.render_mode = render_mode

@@ -111,7 +111,7 @@ def inspect_program(source: str, filename: str = "<env>") -> ProgramInfo:
         inherited |= {n.name for n in local[base].body if isinstance(n, ast.FunctionDef)}
     missing = sorted(required - methods - inherited)
     if missing:
-        raise EnvProgramError(f"{filename}: class {cls.name} lacks required method(s): {', '.join(missing)}()")
+        raise EnvProgramError(f"{filename}: class {cls.name} lacks required method(s): {', '.join(m + '()' for m in missing)}")
     return ProgramInfo(
         class_name=cls.name,
         metadata=_read_metadata(tree, filename),

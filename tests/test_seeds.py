@@ -18,6 +18,7 @@ import spade_envs  # noqa: F401  (registers spade/ ids)
 from spade_envs.actions import extract_answer, extract_boxed
 from spade_envs.gym_env import SpadeEnv
 from spade_envs.program import inspect_program
+from spade_envs.multiplayer import is_multiplayer
 from spade_envs.registry.catalog import seed_records
 
 SKILLS = (
@@ -31,7 +32,7 @@ SKILLS = (
 #: ids 00001-00012: two single-answer environments per SPADE skill, in this order
 REASONING_SKILL_BY_SEQ = {2 * i + k + 1: skill for i, skill in enumerate(SKILLS) for k in (0, 1)}
 
-RECORDS = seed_records()
+RECORDS = [r for r in seed_records() if not is_multiplayer(r)]  # games: tests/test_games_*.py
 IDS = [r.metadata["file"] for r in RECORDS]
 N_SEEDS = 20
 

@@ -1,0 +1,290 @@
+r"""The ``games`` suite: an agent plays multi-player games against fixed baselines and itself.
+
+For every game (registry entries with ``METADATA["num_players"] > 1``) and every opponent:
+
+- ``random``: the other seats play uniformly among ``legal_actions()``;
+- ``scripted``: the other seats play the game's own baseline (``scripted_action``);
+- ``self``: the same model plays every seat (self-play; each seat has its own conversation
+  and sees only its own view).
+
+Against a baseline the agent alternates seats (match ``i`` puts it in seat ``i % n``),
+so it moves first in half the matches. Outcomes are from the agent's seat: zero-sum and
+general-sum games compare its return with the best other return (win / draw / loss);
+cooperative games count a win when its return reaches 1.0 (success), else a loss. A game
+failure is an ``error`` (not counted in the rates). Rates carry Wilson 95% intervals
+(:func:`spade_envs.evals.stats.wilson_interval`). Self-play reports the first player's
+win / draw / loss rates (seat 0 of each match; the first player alternates through
+``reset`` per game's rules, seat 0 moves first in turn-based seed games).
+
+Agents: a :class:`~spade_envs.agents.Backend` (batched over all live matches: one
+``chat`` call per round), any ``BACKEND:MODEL`` spec that ``load_backend`` accepts, or
+``replay:reference`` (plays the game's scripted strategy: checks the harness itself).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from spade_envs.errors import SpadeError
+from spade_envs.multiplayer import is_multiplayer
+from spade_envs.multiplayer_runtime import MultiPlayerSession, RandomPolicy, ScriptedPolicy, open_game
+
+from .stats import rate_summary, wilson_interval
+
+OPPONENTS = ("random", "scripted", "self")
+
+GAME_SYSTEM_PROMPT = (
+    "You are Player {player} in a {n}-player game against other players. Each of your replies is ONE move; "
+    "the game then shows you the new situation. Think briefly, then give your move in exactly the format the "
+    "game asks for, for example \\boxed{{...}}. Invalid moves are penalised."
+)
+
+
+@dataclass
+class MatchSpec:
+    env_id: str
+    seed: int
+    opponent: str  # random | scripted | self
+    model_seats: tuple[int, ...]
+
+
+@dataclass
+class MatchResult:
+    spec: MatchSpec
+    returns: list[float] = field(default_factory=list)
+    outcome: str = "error"  # win | draw | loss | error (from model_seats[0])
+    steps: int = 0
+    terminated: bool = False
+    truncated: bool = False
+    error: str | None = None
+    messages: dict[int, list[dict]] = field(default_factory=dict)  # model seat -> conversation
+    actions: list[tuple[int, str]] = field(default_factory=list)  # (player, action) in order
+
+    def row(self) -> dict[str, Any]:
+        s = self.spec
+        return {
+            "id": s.env_id, "opponent": s.opponent, "seed": s.seed, "model_seat": s.model_seats[0],
+            "outcome": self.outcome, "passed": self.outcome == "win", "returns": self.returns,
+            "steps": self.steps, "truncated": self.truncated, "error": self.error,
+        }
+
+
+class _Live:
+    def __init__(self, spec: MatchSpec, game: MultiPlayerSession, cooperative: bool, baselines: dict[int, Any]) -> None:
+        self.spec, self.game, self.cooperative, self.baselines = spec, game, cooperative, baselines
+        self.result = MatchResult(spec)
+        self.done = False
+
+
+def game_ids(limit: int | None = None) -> list[str]:
+    """The multi-player games of the active registry (seeds, then the store), in id order."""
+    from spade_envs.registry.catalog import seed_records
+
+    ids = [r.env_id.base for r in seed_records() if is_multiplayer(r)]
+    try:
+        from spade_envs.evals.registry_suite import active_records
+
+        ids += [r.env_id.base for r in active_records() if is_multiplayer(r) and r.env_id.base not in ids]
+    except (ImportError, SpadeError):
+        pass
+    return ids[:limit] if limit else ids
+
+
+def match_specs(env_ids: Sequence[str], opponents: Sequence[str], episodes: int, num_players: int = 2,
+                seed0: int = 0) -> list[MatchSpec]:
+    """``episodes`` matches per (game, opponent); the agent's seat alternates."""
+    out = []
+    for env_id in env_ids:
+        for opp in opponents:
+            if opp not in OPPONENTS:
+                raise SpadeError(f"unknown games opponent '{opp}': use {', '.join(OPPONENTS)}")
+            for i in range(episodes):
+                seats = tuple(range(num_players)) if opp == "self" else (i % num_players,)
+                out.append(MatchSpec(env_id, seed0 + i, opp, seats))
+    return out
+
+
+def _outcome(returns: list[float], seat: int, cooperative: bool) -> str:
+    if cooperative:
+        return "win" if returns[seat] >= 1.0 else "loss"
+    best_other = max(v for p, v in enumerate(returns) if p != seat)
+    return "win" if returns[seat] > best_other else "draw" if returns[seat] == best_other else "loss"
+
+
+class GameRunner:
+    """Plays matches, batching the model's moves over every live match.
+
+    ``agent``: a Backend, or None for the scripted reference agent (``replay:reference``)."""
+
+    def __init__(self, agent: Any | None, *, max_new_tokens: int = 64, temperature: float = 0.6,
+                 seed: int | None = 0, hint: bool = False, max_steps: int = 200,
+                 system_prompt: str = GAME_SYSTEM_PROMPT) -> None:
+        self.backend = agent
+        self.max_new_tokens, self.temperature, self.seed = max_new_tokens, temperature, seed
+        self.hint, self.max_steps, self.system_prompt = hint, max_steps, system_prompt
+
+    def _open(self, spec: MatchSpec) -> _Live | MatchResult:
+        try:
+            game = open_game(spec.env_id)
+            game.reset(spec.seed)
+        except SpadeError as exc:
+            return MatchResult(spec, error=str(exc))
+        baselines = {p: (RandomPolicy(1000 * spec.seed + p) if spec.opponent == "random" else ScriptedPolicy())
+                     for p in range(game.num_players) if p not in spec.model_seats}
+        live = _Live(spec, game, game.info.cooperative, baselines)
+        for p in spec.model_seats:
+            system = self.system_prompt.format(player=p, n=game.num_players)
+            live.result.messages[p] = [{"role": "system", "content": system}]
+        return live
+
+    def _to_move(self, lv: _Live) -> list[int]:
+        g = lv.game
+        return list(range(g.num_players)) if g.simultaneous else [g.current_player]
+
+    def _prompt(self, lv: _Live, seat: int) -> list[dict]:
+        msgs = lv.result.messages[seat]
+        view = lv.game.observe(seat)
+        if len(msgs) == 1 and self.hint:
+            h = lv.game.hint(seat)
+            view = f"{view}\n\nHint: {h}" if h else view
+        msgs.append({"role": "user", "content": view})
+        return msgs
+
+    def _model_moves(self, asks: list[tuple[_Live, int]], round_no: int) -> list[str]:
+        if not asks:
+            return []
+        if self.backend is None:  # the reference agent: the game's scripted strategy
+            return [ScriptedPolicy().act(lv.game, seat) for lv, seat in asks]
+        convs = [self._prompt(lv, seat) for lv, seat in asks]
+        seed = None if self.seed is None else self.seed + round_no
+        gens = self.backend.chat(convs, max_new_tokens=self.max_new_tokens, temperature=self.temperature, seed=seed)
+        texts = [g.text for g in gens]
+        for conv, text in zip(convs, texts):
+            conv.append({"role": "assistant", "content": text})
+        return texts
+
+    def play(self, specs: Sequence[MatchSpec], progress: Callable[[int], Any] | None = None) -> list[MatchResult]:
+        results: list[MatchResult | None] = [None] * len(specs)
+        lives: list[tuple[int, _Live]] = []
+        for i, spec in enumerate(specs):
+            opened = self._open(spec)
+            if isinstance(opened, MatchResult):
+                results[i] = opened
+                if progress:
+                    progress(1)
+            else:
+                lives.append((i, opened))
+        round_no = 0
+        while lives:
+            asks = [(lv, p) for _, lv in lives for p in self._to_move(lv) if p in lv.spec.model_seats]
+            texts = iter(self._model_moves(asks, round_no))
+            model_actions = {(id(lv), p): next(texts) for lv, p in asks}
+            for _, lv in lives:
+                self._advance(lv, model_actions)
+            for i, lv in [x for x in lives if x[1].done]:
+                results[i] = lv.result
+                lv.game.close()
+                if progress:
+                    progress(1)
+            lives = [x for x in lives if not x[1].done]
+            round_no += 1
+        return [r for r in results if r is not None]
+
+    def _advance(self, lv: _Live, model_actions: dict[tuple[int, int], str]) -> None:
+        """One move (turn-based) or one joint move (simultaneous) of a live match, then
+        baseline moves until a model seat is to move again or the game ends."""
+        g, res = lv.game, lv.result
+        try:
+            while True:
+                movers = self._to_move(lv)
+                acts = []
+                for p in movers:
+                    if p in lv.spec.model_seats:
+                        key = (id(lv), p)
+                        if key not in model_actions:
+                            return  # wait for the next generation round
+                        acts.append(model_actions.pop(key))
+                    else:
+                        acts.append(lv.baselines[p].act(g, p))
+                res.actions.extend(zip(movers, acts))
+                _, rewards, terminated, truncated, _ = g.step(acts if g.simultaneous else acts[0])
+                res.returns = [a + b for a, b in zip(res.returns or [0.0] * g.num_players, rewards)]
+                res.steps += 1
+                if terminated or truncated or res.steps >= self.max_steps:
+                    res.terminated, res.truncated = terminated, truncated or not terminated
+                    res.outcome = _outcome(res.returns, lv.spec.model_seats[0], lv.cooperative)
+                    lv.done = True
+                    return
+        except SpadeError as exc:
+            res.error, res.outcome, lv.done = str(exc), "error", True
+
+
+def _rates(results: Sequence[MatchResult]) -> dict[str, Any]:
+    played = [r for r in results if r.outcome != "error"]
+    n = len(played)
+    out: dict[str, Any] = {"n": n, "errors": len(results) - n}
+    for name in ("win", "draw", "loss"):
+        k = sum(r.outcome == name for r in played)
+        low, high = wilson_interval(k, n)
+        out[name] = {"k": k, "rate": k / n if n else 0.0, "ci95": [round(low, 6), round(high, 6)]}
+    return out
+
+
+def summarize(results: Sequence[MatchResult]) -> dict[str, Any]:
+    """Win/draw/loss rates with Wilson 95% intervals, overall, per opponent and per game.
+    ``overall`` is the agent's win rate against the fixed baselines (``rate_summary`` shape)."""
+    vs_baselines = [r for r in results if r.spec.opponent != "self" and r.outcome != "error"]
+    summary: dict[str, Any] = {"overall": rate_summary(r.outcome == "win" for r in vs_baselines)}
+    by_opp: dict[str, Any] = {}
+    by_game: dict[str, dict[str, Any]] = {}
+    for opp in OPPONENTS:
+        chosen = [r for r in results if r.spec.opponent == opp]
+        if chosen:
+            by_opp[opp] = _rates(chosen)
+            if opp == "self":
+                by_opp[opp]["note"] = "outcomes of seat 0 (the first player in turn-based seed games)"
+    for r in results:
+        by_game.setdefault(r.spec.env_id, {})
+    for env_id in by_game:
+        for opp in OPPONENTS:
+            chosen = [r for r in results if r.spec.env_id == env_id and r.spec.opponent == opp]
+            if chosen:
+                by_game[env_id][opp] = _rates(chosen)
+    summary.update(by_opponent=by_opp, by_game=by_game, matches=len(results),
+                   errors=sum(r.outcome == "error" for r in results))
+    return summary
+
+
+def run_games(agent: str | Any, *, env_ids: Sequence[str] | None = None, limit: int | None = None,
+              episodes: int = 4, opponents: Sequence[str] = OPPONENTS, max_new_tokens: int = 64,
+              temperature: float = 0.6, seed: int | None = 0, hint: bool = False,
+              progress: Callable[[int], Any] | None = None) -> tuple[list[dict], dict, dict]:
+    """``(rows, summary, extra)`` like the other suites' runners in ``spade eval``.
+
+    ``agent``: a Backend, a ``BACKEND:MODEL`` spec, or ``replay:reference``."""
+    ids = list(env_ids) if env_ids else game_ids(limit)
+    if not ids:
+        raise SpadeError("no multi-player game in the active registry")
+    backend = agent
+    if isinstance(agent, str):
+        backend = None
+        if agent != "replay:reference":
+            from spade_envs.agents import load_backend
+
+            backend = load_backend(agent)
+    runner = GameRunner(backend, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed, hint=hint)
+    results = runner.play(match_specs(ids, opponents, episodes), progress=progress)
+    summary = summarize(results)
+    return [r.row() for r in results], summary, {"games": ids, "opponents": list(opponents), "episodes": episodes}
+
+
+def run_games_suite(agent_spec: str | Any, limit: int | None = None, **options: Any) -> dict[str, Any]:
+    """The ``spade eval --suite games --json`` object (DESIGN.md section 10 shape):
+    ``{"suite": "games", "agent", "summary", "entries": [{"id", "passed", ...}], ...}``."""
+    from .report import build_results
+
+    rows, summary, extra = run_games(agent_spec, limit=limit, **options)
+    name = agent_spec if isinstance(agent_spec, str) else getattr(agent_spec, "name", "backend")
+    return build_results("games", name, rows, summary, **extra)
