@@ -1,0 +1,90 @@
+"""Hinted and plain plays of an environment through the agents API -> :class:`RegretEstimate`.
+
+:func:`score_sources` plays, for each source, ``n_hint`` hinted and ``n`` plain episodes
+(``PlayTask(source=..., hint=...)``; seeds ``base_seed + i``, the same seeds for both
+kinds so that the difference measures the hint, not the tasks) in ONE batched
+``Agent.play`` call, and turns the episode returns into estimates. An episode that
+failed (``Episode.error``) counts with its return (0.0) and is counted in
+``estimate.extra["errors"]``.
+
+:func:`store_scores` writes an estimate with its environment through
+``Registry.update_scores`` (regret, win rates; the full estimate and the designer reward
+under ``metadata["scores"]``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .regret import RegretEstimate, RewardMode
+
+
+@dataclass(frozen=True)
+class ScoreConfig:
+    """``n_hint`` hinted and ``n`` plain plays per environment, ``max_turns`` each."""
+
+    n_hint: int = 2
+    n: int = 4
+    max_turns: int = 6
+    base_seed: int = 10_000
+
+
+def _tasks(key: str, source: str, hint_source: str, cfg: ScoreConfig) -> list[Any]:
+    from ..agents import PlayTask
+
+    hinted = [PlayTask(env_id=key, seed=cfg.base_seed + i, hint=True, max_turns=cfg.max_turns, source=hint_source)
+              for i in range(cfg.n_hint)]
+    plain = [PlayTask(env_id=key, seed=cfg.base_seed + i, hint=False, max_turns=cfg.max_turns, source=source)
+             for i in range(cfg.n)]
+    return hinted + plain
+
+
+def score_sources(agent: Any, items: list[tuple[str, str, str]], config: ScoreConfig | None = None,
+                  *, progress: bool = False) -> list[RegretEstimate]:
+    """Estimates for ``items`` = ``(key, plain source, hinted source)``, aligned with them.
+    ``agent`` is a :class:`spade_envs.agents.Agent`. Raises ``ValueError`` when
+    ``n_hint`` or ``n`` is below 1."""
+    cfg = config or ScoreConfig()
+    if cfg.n_hint < 1 or cfg.n < 1:
+        raise ValueError("scoring needs n_hint >= 1 and n >= 1 plays")
+    if not items:
+        return []
+    tasks = [t for key, src, hsrc in items for t in _tasks(key, src, hsrc, cfg)]
+    episodes = agent.play(tasks, progress=progress)
+    if len(episodes) != len(tasks):
+        raise ValueError(f"the agent returned {len(episodes)} episodes for {len(tasks)} tasks")
+    per = cfg.n_hint + cfg.n
+    out = []
+    for k in range(len(items)):
+        eps = episodes[k * per:(k + 1) * per]
+        hinted, plain = eps[:cfg.n_hint], eps[cfg.n_hint:]
+        errors = [e.error for e in eps if e.error]
+        out.append(RegretEstimate.from_rewards(
+            [e.episode_return for e in hinted], [e.episode_return for e in plain],
+            extra={"errors": len(errors), "first_error": errors[0] if errors else None,
+                   "seeds": [cfg.base_seed + i for i in range(max(cfg.n_hint, cfg.n))],
+                   "mean_turns": sum(e.turns for e in eps) / len(eps)},
+        ))
+    return out
+
+
+def score_source(agent: Any, source: str, hint_source: str | None = None, config: ScoreConfig | None = None) -> RegretEstimate:
+    """:func:`score_sources` for one source (``hint_source`` defaults to ``source``)."""
+    return score_sources(agent, [("candidate", source, hint_source or source)], config)[0]
+
+
+def scores_metadata(estimate: RegretEstimate, mode: RewardMode | str = RewardMode.REGRET) -> dict[str, Any]:
+    """The ``metadata["scores"]`` record of an estimate."""
+    return {**estimate.as_dict(), "reward_mode": RewardMode(mode).value,
+            "designer_reward": estimate.designer_reward(mode),
+            "rewards_hint": list(estimate.rewards_hint), "rewards_plain": list(estimate.rewards_plain),
+            "errors": estimate.extra.get("errors", 0)}
+
+
+def store_scores(registry: Any, env_id: Any, estimate: RegretEstimate, mode: RewardMode | str = RewardMode.REGRET,
+                 agent_name: str | None = None) -> None:
+    """Write ``estimate`` with ``env_id`` through ``Registry.update_scores``."""
+    meta = {"scores": {**scores_metadata(estimate, mode), "agent": agent_name}}
+    registry.update_scores(env_id, regret=estimate.regret, win_rate_hint=estimate.win_rate_hint,
+                           win_rate_plain=estimate.win_rate_plain, metadata=meta)

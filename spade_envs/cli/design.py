@@ -1,0 +1,120 @@
+"""``spade design --n N [--skill S] [--mode game|tool|puzzle] [--model M] [--corpus C] [--json]``.
+
+Proposes N environments with the designer model, runs each through the acceptance
+pipeline (with repairs), registers the accepted ones as a new generation of the local
+registry (``SPADE_HOME``) and scores them (hinted and plain plays). Shows a progress bar
+per stage on stderr and a summary table (proposed, accepted, rejected per stage, mean
+regret, win rates); ``--json`` prints exactly one JSON object on stdout instead:
+``{"generation", "proposed", "attempts", "accepted", "registered", "rejected": {stage: n},
+"rejected_attempts": {stage: n},
+"scored", "mean_regret", "mean_win_rate_hint", "mean_win_rate_plain", "seconds",
+"candidates": [...]}``. Exit status 0 when the run completed (whatever was accepted),
+1 on an error, 2 on bad options.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+import typer
+
+
+def _progress(enabled: bool) -> tuple[Any, Any]:
+    """A rich Progress on stderr with one bar per designer stage, and its update function."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ..designer.designer import DESIGN_STAGES
+
+    progress = Progress(TextColumn("{task.description:>9}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=Console(stderr=True), disable=not enabled, transient=False)
+    tasks = {stage: progress.add_task(stage, total=None, start=False) for stage in DESIGN_STAGES}
+
+    def update(stage: str, done: int, total: int) -> None:
+        task = tasks.get(stage)
+        if task is not None:
+            progress.start_task(task)
+            progress.update(task, completed=done, total=max(total, done))
+
+    return progress, update
+
+
+def _print_summary(run: Any) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    s = run.summary()
+    console = Console()
+    table = Table(title=f"spade design: generation {s['generation'] if s['generation'] is not None else '-'}")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    fmt = (lambda v: "-" if v is None else f"{v:.3f}")
+    rows = [("proposed", s["proposed"]), ("attempts (with repairs)", s["attempts"]), ("accepted", s["accepted"]),
+            ("registered (new)", s["registered"])]
+    rows += [(f"rejected at {stage}", n) for stage, n in sorted(s["rejected"].items())]
+    rows += [(f"  attempts failing {stage}", n) for stage, n in sorted(s["rejected_attempts"].items())]
+    rows += [("scored", s["scored"]), ("mean regret", fmt(s["mean_regret"])),
+             ("mean win rate (hint)", fmt(s["mean_win_rate_hint"])),
+             ("mean win rate (plain)", fmt(s["mean_win_rate_plain"]))]
+    for name, value in rows:
+        table.add_row(name, str(value))
+    console.print(table)
+    cands = Table(title="candidates")
+    for col in ("#", "skill", "mode", "document", "result", "repairs", "env id", "regret"):
+        cands.add_column(col, overflow="fold")
+    for c in run.candidates:
+        bad = c.attempts[-1].failure if c.attempts else None
+        result = "[green]accepted[/green]" if c.accepted else (
+            f"[red]{c.rejected_at}[/red]: {escape((bad or {}).get('detail', '')[:120])}")
+        cands.add_row(str(c.index), c.skill, c.mode, escape(c.document.ref), result, str(c.repairs),
+                      c.env_id or "-", fmt(c.estimate.regret) if c.estimate else "-")
+    console.print(cands)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("design")
+    def design(
+        n: int = typer.Option(1, "--n", min=1, help="number of environments to propose"),
+        skill: Optional[str] = typer.Option(None, "--skill", help="one of the six skills (default: random per candidate)"),
+        mode: Optional[str] = typer.Option(None, "--mode", help="puzzle, game or tool (default: random per candidate)"),
+        model: str = typer.Option("transformers:default", "--model", help="designer model, BACKEND:MODEL"),
+        corpus: str = typer.Option("stdlib", "--corpus", help="grounding corpus: stdlib, FILE.jsonl, FILE.parquet, hf:NAME"),
+        agent: Optional[str] = typer.Option(None, "--agent", help="agent that plays for the regret (default: the designer model)"),
+        max_repairs: int = typer.Option(2, "--max-repairs", min=0, help="repair attempts per candidate"),
+        n_hint: int = typer.Option(2, "--n-hint", min=1, help="hinted plays per accepted environment"),
+        n_plain: int = typer.Option(4, "--n-plain", min=1, help="plain plays per accepted environment"),
+        max_turns: int = typer.Option(6, "--max-turns", min=1, help="turns per play"),
+        max_new_tokens: int = typer.Option(1536, "--max-new-tokens", min=16, help="designer tokens per answer"),
+        temperature: float = typer.Option(0.7, "--temperature", min=0.0, help="designer sampling temperature"),
+        reward_mode: str = typer.Option("regret", "--reward-mode", help="regret, blend or solve_rate"),
+        seed: int = typer.Option(0, "--seed", help="sampling seed (skills, modes, documents, generation)"),
+        no_score: bool = typer.Option(False, "--no-score", help="register without playing for the regret"),
+        as_json: bool = typer.Option(False, "--json", help="print one JSON object on stdout"),
+        no_progress: bool = typer.Option(False, "--no-progress", help="no progress bars"),
+    ) -> None:
+        """Propose, validate, score and register new environments (a new generation)."""
+        from ..designer.corpus import Corpus
+        from ..designer.designer import DesignConfig, EnvironmentDesigner
+        from ..designer.prompts import SKILLS
+        from .main import fail
+
+        if skill is not None and skill not in SKILLS:
+            raise fail(f"--skill must be one of: {', '.join(SKILLS)} (got {skill!r})", 2)
+        try:
+            config = DesignConfig(
+                n=n, model=model, skill=skill, mode=mode, corpus=corpus, seed=seed, max_repairs=max_repairs,
+                max_new_tokens=max_new_tokens, temperature=temperature, score=not no_score, agent=agent,
+                n_hint=n_hint, n_plain=n_plain, max_turns=max_turns, reward_mode=reward_mode,
+            )
+        except ValueError as exc:
+            raise fail(str(exc), 2) from None
+        corpus_obj = Corpus(corpus)
+        progress, update = _progress(not no_progress)
+        with progress:
+            run = EnvironmentDesigner(config, corpus=corpus_obj, progress=update).run()
+        if as_json:
+            typer.echo(json.dumps(run.to_json(), default=str))
+        else:
+            _print_summary(run)
