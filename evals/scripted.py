@@ -1,0 +1,83 @@
+"""Scripted agents for checking the harness: they play actions decided by a policy that
+sees the environment's reference solution, so every metric has a known answer.
+
+``ReferenceAgent`` plays the reference (``replay:reference`` when the agents package is
+not available); ``ScriptedAgent(policy)`` plays ``policy(task, reference_actions)``.
+Episodes carry the fields of ``spade_envs.agents.Episode`` that evals read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from spade_envs.errors import SpadeError
+
+
+@dataclass
+class Task:
+    """Same fields as ``spade_envs.agents.PlayTask``."""
+
+    env_id: str
+    seed: int
+    hint: bool = False
+    max_turns: int = 10
+    source: str | None = None
+
+
+@dataclass
+class ScriptedEpisode:
+    task: Any
+    actions: list[str]
+    rewards: list[float]
+    episode_return: float
+    won: bool
+    turns: int
+    terminated: bool
+    truncated: bool
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+    final_state: Any = None
+
+
+Policy = Callable[[Any, Sequence[str]], Sequence[str]]
+
+
+class ScriptedAgent:
+    """Plays ``policy(task, reference_actions)`` on each task, stopping when the episode ends."""
+
+    def __init__(self, policy: Policy, name: str = "scripted") -> None:
+        self.policy, self.name = policy, name
+
+    def play(self, tasks: list[Any], *, progress: bool = False) -> list[ScriptedEpisode]:
+        from spade_envs.gym_env import SpadeEnv
+
+        out = []
+        for task in tasks:
+            env = SpadeEnv(task.env_id) if task.source is None else SpadeEnv(source=task.source)
+            try:
+                obs, _ = env.reset(seed=task.seed)
+                messages = [{"role": "user", "content": obs}]
+                actions, rewards, term, trunc, error = [], [], False, False, None
+                for action in self.policy(task, env.solution_actions()):
+                    obs, r, term, trunc, info = env.step(action)
+                    actions.append(action)
+                    rewards.append(float(r))
+                    messages += [{"role": "assistant", "content": action}, {"role": "user", "content": obs}]
+                    error = info.get("error") or error
+                    if term or trunc:
+                        break
+                ret = max(-1.0, min(1.0, rewards[-1])) if rewards else 0.0
+                out.append(ScriptedEpisode(task, actions, rewards, ret, bool(term and ret >= 1.0), len(actions),
+                                           term, trunc, messages, error, env.snapshot()))
+            except SpadeError as exc:
+                out.append(ScriptedEpisode(task, [], [], 0.0, False, 0, False, True, [], str(exc)))
+            finally:
+                env.close()
+        return out
+
+
+class ReferenceAgent(ScriptedAgent):
+    def __init__(self) -> None:
+        super().__init__(lambda task, ref: list(ref), name="replay:reference")
