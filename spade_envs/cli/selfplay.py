@@ -1,0 +1,96 @@
+"""``spade selfplay [--preset P] [--config FILE.yaml] [--rounds N] [--out DIR] [--resume]
+[--push-to-hub REPO] [--set KEY=VALUE ...] [--json]``: regret-driven self-play training.
+
+Progress (one line per round) goes to stderr; at the end a summary table is printed, or
+with ``--json`` exactly one JSON object: ``{"out_dir", "rounds", "generations",
+"registered", "proposed", "valid", "rejected_at", "metrics", "plot", "checkpoint", ...}``.
+Any setting of :class:`~spade_envs.selfplay.config.SelfPlayConfig` can be given with
+``--set key=value`` (lists as JSON).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+
+def _parse_sets(items: list[str]) -> dict[str, Any]:
+    from .main import fail
+
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise fail(f"--set expects KEY=VALUE, got {item!r}", 2)
+        out[key.strip().replace("-", "_")] = value
+    return out
+
+
+def _progress_line(row: dict) -> str:
+    def f(key: str) -> str:
+        v = row.get(key)
+        return "-" if v is None else (f"{v:.2f}" if isinstance(v, float) else str(v))
+
+    return (f"round {row['round']}: proposed {f('proposed')} valid {f('valid')} regret {f('mean_regret')} "
+            f"win {f('win_rate_plain')}/{f('win_rate_hint')} (plain/hint) registered {row.get('registered_new', 0)} "
+            f"[{f('round_s')} s]")
+
+
+def _table(summary: dict) -> str:
+    last = summary.get("last") or {}
+    rows = [
+        ("rounds", summary["rounds"]), ("candidates proposed", summary["proposed"]),
+        ("candidates valid", summary["valid"]), ("rejected at", json.dumps(summary["rejected_at"]) or "-"),
+        ("new environments registered", summary["registered"]),
+        ("generations", ", ".join(map(str, summary["generations"])) or "none"),
+        ("last mean regret", last.get("mean_regret")), ("last win rate plain", last.get("win_rate_plain")),
+        ("last win rate hint", last.get("win_rate_hint")), ("registry", summary["registry"]),
+        ("metrics", summary["metrics"]), ("plot", summary["plot"]), ("tensorboard", summary["tensorboard"]),
+        ("checkpoint", summary["checkpoint"]), ("seconds", summary["seconds"]),
+    ]
+    width = max(len(k) for k, _ in rows)
+    lines = [f"{'-' * (width + 2)}+{'-' * 50}"]
+    lines += [f" {k.ljust(width)} | {'-' if v is None else (f'{v:.3f}' if isinstance(v, float) else v)}" for k, v in rows]
+    if summary.get("resume_note"):
+        lines.append(f" note: {summary['resume_note']}")
+    if not summary["registered"]:
+        lines.append(" no new environment was accepted this run; see 'rejected at' and metrics.jsonl")
+    return "\n".join(lines)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("selfplay")
+    def selfplay(
+        preset: Optional[str] = typer.Option(None, "--preset", help="cpu-tiny, cpu-harness, cpu-smol, gpu-tiny, gpu-4b, gpu-8b, gpu-30b"),
+        config: Optional[Path] = typer.Option(None, "--config", help="YAML file of settings"),
+        rounds: Optional[int] = typer.Option(None, "--rounds", help="total rounds"),
+        out: Optional[Path] = typer.Option(None, "--out", help="output folder"),
+        model: Optional[str] = typer.Option(None, "--model", help="model: default, tiny-random or a local folder"),
+        resume: bool = typer.Option(False, "--resume", help="continue from the latest checkpoint in --out"),
+        push_to_hub: Optional[str] = typer.Option(None, "--push-to-hub", help="dataset repo to push each generation to"),
+        sets: list[str] = typer.Option([], "--set", help="any setting, KEY=VALUE (repeatable)"),
+        as_json: bool = typer.Option(False, "--json", help="print one JSON object on stdout"),
+    ) -> None:
+        """Regret-driven self-play: the designer proposes, the agent plays, both learn."""
+        from ..errors import SpadeError
+        from ..selfplay.config import build_config
+        from .main import fail
+
+        if config is not None and not config.is_file():
+            raise fail(f"{config}: no such config file", 2)
+        try:
+            flags = {"rounds": rounds, "out_dir": str(out) if out else None, "model": model, "push_to_hub": push_to_hub}
+            cfg = build_config(preset, config, **{**_parse_sets(sets), **{k: v for k, v in flags.items() if v is not None}})
+        except SpadeError as exc:
+            raise fail(str(exc), 2) from None
+        from ..selfplay.loop import run
+
+        typer.echo(f"spade selfplay: preset {cfg.preset}, model {cfg.model}, {cfg.rounds} rounds -> {cfg.out_dir}", err=True)
+        summary = run(cfg, resume=resume, on_round=lambda row: typer.echo(_progress_line(row), err=True))
+        if as_json:
+            typer.echo(json.dumps(summary, default=str, sort_keys=True))
+        else:
+            typer.echo(_table(summary))

@@ -1,0 +1,82 @@
+"""Building TRL's ``GRPOTrainer`` for self-play (one model, both roles).
+
+The trainer gets the self-play ``rollout_func`` later (it needs the trainer's own vLLM
+engine to exist first); ``reward_funcs`` is :func:`~.rollout.reward_from_rollout`, which
+reads the ``reward`` field the rollout returned. No dataset is iterated: the loop feeds
+``training_step`` itself, so ``train_dataset`` is a one-row placeholder.
+
+GPU: ``use_vllm=True`` with ``vllm_mode="colocate"`` makes TRL start a ``vllm.LLM`` on the
+training GPU; ``vllm_mode="server"`` talks to ``trl vllm-serve --model PATH`` at
+``vllm_server_base_url`` (run it on other GPUs). Multi-GPU training is launched with
+``accelerate launch --config_file spade_envs/selfplay/accelerate/<file>.yaml``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from typing import Any
+
+from .config import SelfPlayConfig
+from .rollout import reward_from_rollout
+
+
+def seed_everything(seed: int) -> None:
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def _placeholder_rollout(prompts: list, trainer: Any) -> dict:
+    raise RuntimeError("the self-play rollout function was not installed")
+
+
+def build_trainer(config: SelfPlayConfig) -> Any:
+    """A ``GRPOTrainer`` over ``config.model`` with an optimizer, ready for ``training_step``."""
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    import torch
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    from ..agents.models import load_model
+
+    cuda = torch.cuda.is_available() and config.device != "cpu"
+    model, tokenizer = load_model(config.model, device=config.device or ("cuda" if cuda else "cpu"), dtype=config.dtype)
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    group = config.agent_group_size
+    args = GRPOConfig(
+        output_dir=os.path.join(config.out_dir, "trl"),
+        learning_rate=config.learning_rate, beta=config.beta, epsilon=config.epsilon,
+        epsilon_high=config.epsilon_high, loss_type=config.loss_type, scale_rewards=config.scale_rewards,
+        temperature=config.temperature, max_grad_norm=config.max_grad_norm, weight_decay=config.weight_decay,
+        num_generations=group, per_device_train_batch_size=group, gradient_accumulation_steps=1,
+        steps_per_generation=1, num_iterations=1, max_completion_length=config.designer_max_new_tokens,
+        gradient_checkpointing=config.gradient_checkpointing, report_to=[], save_strategy="no",
+        logging_steps=1, use_cpu=not cuda, bf16=cuda and config.dtype == "bfloat16",
+        use_vllm=config.use_vllm, vllm_mode=config.vllm_mode, vllm_server_base_url=config.vllm_server_base_url,
+        vllm_gpu_memory_utilization=config.vllm_gpu_memory_utilization,
+        vllm_max_model_length=config.vllm_max_model_length, seed=config.seed, mask_truncated_completions=False,
+    )
+    trainer = GRPOTrainer(model=model, reward_funcs=[reward_from_rollout], args=args,
+                          train_dataset=Dataset.from_list([{"prompt": "{}"}] * group), processing_class=tokenizer,
+                          rollout_func=_placeholder_rollout)
+    trainer.create_optimizer()
+    trainer.current_gradient_accumulation_steps = 1
+    if trainer.accelerator.num_processes > 1:  # DDP/FSDP: wrap for gradient sync
+        trainer.model_wrapped, trainer.optimizer = trainer.accelerator.prepare(trainer.model, trainer.optimizer)
+    if config.prefix_sliding:
+        from .prefix_logps import install as install_prefix_sliding
+
+        install_prefix_sliding(trainer, config.prefix_sliding)
+    return trainer
+
+
+def policy(trainer: Any, config: SelfPlayConfig) -> Any:
+    """The generation backend over the trainer's current weights (:mod:`.policy`)."""
+    from .policy import policy_backend
+
+    return policy_backend(trainer, config)

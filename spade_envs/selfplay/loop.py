@@ -1,0 +1,95 @@
+"""Running a self-play job: rounds, metrics, plot, checkpoints, exact resume.
+
+:func:`run` builds a :class:`~.trainer.SelfPlayTrainer`, optionally restores the latest
+checkpoint of ``config.out_dir`` (weights, optimizer, RNG states, replay buffer, ledger,
+stored designer completions, pending registrations, round and step counters; the memory
+is the registry itself), runs the remaining rounds, and returns a summary. Resume is exact
+(same metrics, same next batch as an uninterrupted run) when the registry store is in the
+state the checkpoint saw; if its generation moved on since, the summary says so
+(``resume_note``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from . import checkpoint
+from .config import SelfPlayConfig
+from .metrics import MetricsLogger
+
+
+def run(config: SelfPlayConfig, *, resume: bool = False, registry: Any = None, designer_backend: Any = None,
+        runtime: Any = None, on_round: Callable[[dict], None] | None = None,
+        on_start: Callable[[Any], None] | None = None) -> dict[str, Any]:
+    """Run ``config.rounds`` rounds in total (continuing a checkpoint with ``resume``)."""
+    from .trainer import SelfPlayTrainer
+
+    t0 = time.perf_counter()
+    out = Path(config.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    trainer = SelfPlayTrainer(config, registry=registry, designer_backend=designer_backend, runtime=runtime)
+    logger = MetricsLogger(out, tensorboard=config.tensorboard)
+    note = None
+    if resume:
+        ck = checkpoint.latest(out)
+        if ck is None:
+            raise checkpoint.CheckpointError(f"--resume: no checkpoint under {out / 'checkpoints'}")
+        state = checkpoint.load_state(ck)
+        checkpoint.load_into(ck, model=trainer.grpo.accelerator.unwrap_model(trainer.model),
+                             optimizer=trainer.grpo.optimizer, rng=trainer.rng)
+        trainer.load_state_dict(state)
+        logger.truncate(int(state["round"]))
+        if trainer.registry.next_generation() != state["registry_next_generation"]:
+            note = (f"the registry moved on since the checkpoint (next generation "
+                    f"{trainer.registry.next_generation()} vs {state['registry_next_generation']}): not an exact resume")
+    else:
+        logger.truncate(-1)
+    (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2, sort_keys=True), encoding="utf-8")
+    if on_start is not None:
+        on_start(trainer)
+    rows = []
+    try:
+        while trainer.round < config.rounds:
+            row = trainer.run_round()
+            logger.log(row)
+            rows.append(row)
+            if config.plot:
+                logger.plot()
+            done = trainer.round
+            if done % config.checkpoint_every == 0 or done == config.rounds:
+                checkpoint.save(out, done - 1, model=trainer.grpo.accelerator.unwrap_model(trainer.model),
+                                tokenizer=trainer.tokenizer, optimizer=trainer.grpo.optimizer, rng=trainer.rng,
+                                state=trainer.state_dict(), keep=config.keep_checkpoints)
+            if on_round is not None:
+                on_round(row)
+    finally:
+        logger.close()
+        try:
+            trainer.agent.close()
+        except Exception:
+            pass
+    all_rows = logger.read()
+    ck = checkpoint.latest(out)
+    return {
+        "out_dir": str(out), "rounds": len(all_rows), "rounds_this_run": len(rows),
+        "generations": trainer.generations, "registry": str(trainer.registry.path),
+        "registered": sum(r.get("registered_new", 0) for r in all_rows),
+        "proposed": sum(r.get("proposed", 0) for r in all_rows),
+        "valid": sum(r.get("valid", 0) for r in all_rows),
+        "rejected_at": _merge([r.get("rejected_at") or {} for r in all_rows]),
+        "metrics": str(logger.path), "plot": str(out / "metrics.png") if (out / "metrics.png").exists() else None,
+        "tensorboard": logger.tensorboard_note, "checkpoint": str(ck) if ck else None,
+        "last": all_rows[-1] if all_rows else None, "resume_note": note,
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
+
+
+def _merge(dicts: list[dict[str, int]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for d in dicts:
+        for k, v in d.items():
+            out[k] = out.get(k, 0) + int(v)
+    return out

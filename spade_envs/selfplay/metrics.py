@@ -1,0 +1,87 @@
+"""Per-round metrics: ``metrics.jsonl`` (always), TensorBoard (when installed), ``metrics.png``.
+
+TensorBoard needs the ``tensorboard`` package (``torch.utils.tensorboard`` imports it);
+without it only JSONL and the plot are written and :attr:`MetricsLogger.tensorboard_note`
+says so.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+#: the curves of the plot (key, title)
+PLOTTED = (
+    ("valid_rate", "designer valid rate"),
+    ("mean_regret", "mean regret"),
+    ("win_rate_plain", "agent win rate (no hint)"),
+    ("win_rate_hint", "agent win rate (hint)"),
+    ("novelty", "novelty"),
+    ("agent_loss", "agent GRPO loss"),
+)
+
+
+class MetricsLogger:
+    """Appends one JSON object per round; mirrors scalars to TensorBoard when possible."""
+
+    def __init__(self, out_dir: str | Path, *, tensorboard: bool = True) -> None:
+        self.out_dir = Path(out_dir)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.path = self.out_dir / "metrics.jsonl"
+        self.writer = None
+        self.tensorboard_note = "disabled"
+        if tensorboard:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+
+                self.writer = SummaryWriter(str(self.out_dir / "tensorboard"))
+                self.tensorboard_note = str(self.out_dir / "tensorboard")
+            except ImportError:
+                self.tensorboard_note = "tensorboard is not installed: JSONL and plot only (pip install tensorboard)"
+
+    def truncate(self, last_round: int) -> None:
+        """Keep only rounds <= ``last_round`` (on resume from a checkpoint)."""
+        rows = [r for r in self.read() if r.get("round", -1) <= last_round]
+        self.path.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows), encoding="utf-8")
+
+    def read(self) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        return [json.loads(line) for line in self.path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+    def log(self, row: dict[str, Any]) -> None:
+        with self.path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(row, sort_keys=True) + "\n")
+        if self.writer is not None:
+            for key, value in row.items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:
+                    self.writer.add_scalar(f"selfplay/{key}", value, row["round"])
+            self.writer.flush()
+
+    def plot(self) -> Path | None:
+        """``metrics.png``: one panel per curve of :data:`PLOTTED` (None without data)."""
+        rows = self.read()
+        if not rows:
+            return None
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(2, 3, figsize=(12, 6))
+        for ax, (key, title) in zip(axes.flat, PLOTTED):
+            pts = [(r["round"], r[key]) for r in rows if isinstance(r.get(key), (int, float))]
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o")
+            ax.set_title(title, fontsize=10)
+            ax.set_xlabel("round")
+        fig.tight_layout()
+        path = self.out_dir / "metrics.png"
+        fig.savefig(path, dpi=80)
+        plt.close(fig)
+        return path
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()

@@ -1,0 +1,132 @@
+"""Self-play pieces without a model: config, rewards/advantages, ledger, replay buffer, rollout split."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from spade_envs.agents.api import Episode, PlayTask
+from spade_envs.selfplay.config import SelfPlayConfigError, build_config, preset
+from spade_envs.selfplay.replay_buffer import ReplayBuffer, ReplayEntry
+from spade_envs.selfplay.rewards import Candidate, DesignerLedger, agent_reward, group_advantages
+from spade_envs.selfplay.rollout import SelfPlayRollout, StoredCompletion, agent_prompt, designer_prompt, split_episode
+from spade_envs.selfplay.splits import is_heldout
+
+
+def _ep(ret: float, ids=(1, 2, 3, 4, 5), mask=(0, 0, 1, 0, 1)) -> Episode:
+    return Episode(task=PlayTask("spade/Env-00001", 0), messages=[], actions=[], rewards=[ret], episode_return=ret,
+                   won=ret >= 1, turns=1, terminated=True, truncated=False, token_ids=list(ids),
+                   logprobs=[0.0 if m == 0 else -0.5 for m in mask], mask=list(mask))
+
+
+def test_presets_follow_spade_recipe_and_overrides(tmp_path):
+    for name in ("gpu-4b", "gpu-8b", "gpu-30b"):
+        c = preset(name)
+        assert (c.temperature, c.epsilon, c.epsilon_high, c.beta, c.learning_rate) == (0.6, 0.2, 0.28, 0.0, 1e-6)
+        assert c.max_turns <= 25 and c.designer_every == 4 and c.use_vllm
+    yml = tmp_path / "c.yaml"
+    yml.write_text("preset: cpu-smol\nrounds: 7\nskills: [optimization]\n")
+    c = build_config(None, yml, rounds=None, hint_plays="3")
+    assert (c.preset, c.model, c.rounds, c.skills, c.hint_plays) == ("cpu-smol", "default", 7, ["optimization"], 3)
+    with pytest.raises(SelfPlayConfigError, match="unknown self-play setting"):
+        build_config("cpu-tiny", nonsense=1)
+    with pytest.raises(SelfPlayConfigError, match="unknown preset"):
+        preset("tpu-huge")
+    with pytest.raises(SelfPlayConfigError, match=">= 2"):
+        build_config("cpu-tiny", agent_group_size=1)
+
+
+def test_group_advantages_match_hand_computation():
+    # group 1: [1, 0] -> mean .5, unbiased std .70711 -> +-0.5/0.70721; group 2: constant -> 0
+    adv = group_advantages([1.0, 0.0, 0.5, 0.5], 2)
+    assert adv[0] == pytest.approx(0.5 / (2 ** -0.5 + 1e-4)) and adv[1] == pytest.approx(-adv[0])
+    assert adv[2:] == [0.0, 0.0]
+    # group of 3: [1, 0, 0]: mean 1/3, std sqrt(1/3)
+    a3 = group_advantages([1.0, 0.0, 0.0], 3)
+    assert a3[0] == pytest.approx((2 / 3) / ((1 / 3) ** 0.5 + 1e-4))
+    assert agent_reward(_ep(3.0)) == 1.0 and agent_reward(_ep(-0.25)) == -0.25
+    with pytest.raises(ValueError):
+        group_advantages([1.0, 2.0, 3.0], 2)
+
+
+def test_designer_ledger_delays_regret_by_play_window():
+    led = DesignerLedger("regret", invalid_penalty=-1.0, play_window=2)
+    led.add(Candidate("r0-p0-c0", "r0-p0", 0, True, "src:a"))
+    led.add(Candidate("r0-p0-c1", "r0-p0", 0, False, None))
+    assert led.candidates["r0-p0-c1"].reward == -1.0
+    assert led.pending_keys() == ["src:a"] and led.ready_groups() == []
+    led.record_plays("src:a", plain=[0.0, 0.0], hint=[1.0])  # window 1 of 2: not yet known
+    assert led.ready_groups() == []
+    led.record_plays("src:a", plain=[1.0, 0.0], hint=[1.0])
+    (group,) = led.ready_groups()
+    # hint mean 1.0, plain mean 0.25 -> regret 0.75
+    assert [c.reward for c in group] == [pytest.approx(0.75), -1.0]
+    assert group_advantages([c.reward for c in group], 2)[0] > 0
+    assert led.candidates == {}
+    blend = DesignerLedger("blend", play_window=1)
+    blend.add(Candidate("x", "g", 0, True, "k"))
+    blend.record_plays("k", plain=[1.0, 0.0], hint=[1.0, 1.0])
+    # regret .5 -> share 1 -> .4; win rate .5 -> plateau 1 -> .6
+    assert blend.candidates["x"].reward == pytest.approx(1.0)
+    again = DesignerLedger.from_json(json.loads(json.dumps(blend.to_json())))
+    assert again.candidates["x"].reward == pytest.approx(1.0)
+
+
+def test_replay_buffer_priorities_heldout_and_persistence(tmp_path):
+    buf = ReplayBuffer(capacity=3, recent=2, temperature=0.5, min_priority=0.05)
+    ids = [f"spade/Env-{n:05d}" for n in range(1, 40)]
+    held = next(i for i in ids if is_heldout(i))
+    train = [i for i in ids if not is_heldout(i)][:4]
+    assert not buf.add(ReplayEntry(key=held, env_id=held))
+    for i in train[:3]:
+        assert buf.add(ReplayEntry(key=i, env_id=i))
+    buf.record(train[0], 0.9)
+    buf.record(train[0], 0.7)
+    buf.record(train[0], 0.5)  # only the last 2 count
+    assert buf.priority(buf.entries[train[0]]) == pytest.approx(0.6)
+    picks = [buf.sample(1, random.Random(s))[0].key for s in range(200)]
+    assert picks.count(train[0]) > 150  # 0.6^2 vs 0.05^2
+    buf.add(ReplayEntry(key=train[3], env_id=train[3]))  # full: evicts a lowest-priority entry
+    assert len(buf) == 3 and train[0] in buf
+    buf.save(tmp_path / "b.json")
+    again = ReplayBuffer.load(tmp_path / "b.json")
+    assert again.to_json() == buf.to_json()
+    assert [e.key for e in again.sample(3, random.Random(1))] == [e.key for e in buf.sample(3, random.Random(1))]
+
+
+class _ScriptedAgent:
+    def __init__(self, returns):
+        self.returns = list(returns)
+        self.tasks = []
+
+    def play(self, tasks, progress=False):
+        self.tasks.extend(tasks)
+        return [_ep(self.returns.pop(0)) for _ in tasks]
+
+
+def test_rollout_func_contract():
+    agent = _ScriptedAgent([1.0, 0.0])
+    ro = SelfPlayRollout(agent, filler_id=2)
+    ro.sources["src:k"] = "class XEnv: pass"
+    ro.designer["c0"] = StoredCompletion([7, 8], [9, 10, 11], [-0.1, -0.2, -0.3], reward=-1.0)
+    prompts = [agent_prompt("src:k", 5, max_turns=3, source_key="src:k")] * 2 + [designer_prompt("c0")]
+    out = ro(prompts, None)
+    assert out["prompt_ids"][0] == [1, 2] and out["completion_ids"][0] == [3, 4, 5]
+    assert out["env_mask"][0] == [1, 0, 1] and out["logprobs"][0] == [-0.5, 0.0, -0.5]
+    assert out["reward"] == [1.0, 0.0, -1.0]
+    assert out["completion_ids"][2] == [9, 10, 11] and out["env_mask"][2] == [1, 1, 1]
+    assert agent.tasks[0].source == "class XEnv: pass" and agent.tasks[0].seed == 5
+    failed = Episode(task=PlayTask("x", 0), messages=[], actions=[], rewards=[], episode_return=0.0, won=False,
+                     turns=0, terminated=False, truncated=True, token_ids=[], logprobs=[], mask=[], error="boom")
+    assert split_episode(failed, 2) == ([2], [2], [0.0], [0])
+
+
+def test_cli_rejects_bad_settings_with_one_line(capsys):
+    from spade_envs.cli.main import main
+
+    assert main(["selfplay", "--preset", "tpu-huge"]) == 2
+    assert main(["selfplay", "--set", "rounds=0"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown preset" in err and "rounds must be >= 1" in err and "Traceback" not in err
