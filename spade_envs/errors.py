@@ -72,3 +72,9 @@ class RegistryFormatError(RegistryError):
     def __init__(self, message: str, kind: str = "corrupt") -> None:
         super().__init__(message)
         self.kind = kind
+
+
+class IntegrationError(SpadeError):
+    """A framework integration (TRL adapter, OpenEnv server) cannot be set up: a missing
+    optional dependency, a dataset row that does not match its environment class, a tool
+    spec that cannot be expressed in the framework."""

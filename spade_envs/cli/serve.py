@@ -1,0 +1,42 @@
+"""``spade serve``: registry environments over OpenEnv's HTTP/WebSocket protocol.
+
+Needs the optional ``openenv-core`` dependency (``pip install 'spade-envs[openenv]'``);
+without it the command prints that one line and exits 1. See docs/serve_openenv.md.
+"""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("serve")
+    def serve(
+        host: str = typer.Option("127.0.0.1", help="address to bind (use 0.0.0.0 to accept remote clients)"),
+        port: int = typer.Option(8000, min=1, max=65535, help="TCP port"),
+        max_sessions: int = typer.Option(64, "--max-sessions", min=1, help="concurrent WebSocket sessions"),
+        idle_timeout: float = typer.Option(600.0, "--idle-timeout", help="close sessions idle this many seconds (0: never)"),
+        default_env: str = typer.Option("spade/Env-00001", "--default-env", help="environment of a reset without env_id"),
+        env: list[str] = typer.Option(None, "--env", help="serve only these ids (repeatable; default: the whole registry)"),
+        sandbox_all: bool = typer.Option(False, "--sandbox-all", help="run the shipped seed suite sandboxed too"),
+    ) -> None:
+        """Serve the registry over OpenEnv (one environment session per WebSocket client)."""
+        from .main import fail
+
+        from ..errors import IntegrationError
+
+        try:
+            from ..integrations import openenv_server
+        except (ImportError, IntegrationError):
+            raise fail("spade serve needs openenv-core: pip install 'spade-envs[openenv]'") from None
+
+        try:
+            app_ = openenv_server.create_server(default_env=default_env, envs=env or None, max_sessions=max_sessions,
+                                                idle_timeout=idle_timeout or None, sandbox_all=sandbox_all)
+        except IntegrationError as exc:
+            raise fail(str(exc)) from None
+        import uvicorn
+
+        typer.echo(f"spade: serving OpenEnv on http://{host}:{port} (ws://{host}:{port}/ws), "
+                   f"max {max_sessions} sessions", err=True)
+        uvicorn.run(app_, host=host, port=port, log_level="warning")
