@@ -1,0 +1,205 @@
+"""The ``transformers`` backend: batched sampling on CPU or GPU with exact logprobs.
+
+Generation is a plain decode loop over a left-padded batch (explicit ``position_ids``,
+a KV cache, finished rows dropped from the batch), so every sampled token's logprob is
+known exactly: ``log_softmax(logits / temperature)`` at the sampled token (raw
+``log_softmax(logits)`` when ``temperature == 0``, i.e. greedy). No top-k/top-p is
+applied, so the recorded logprobs are those of the distribution actually sampled from.
+
+Options: ``device`` (default cuda if available), ``dtype`` (``float32``), ``batch_size``
+(rows per forward, default 64), ``max_pad_ratio`` (split batches whose prompt lengths
+differ too much; "auto" = 1.3 on CPU, off on GPU), ``prefix_sliding=(P, W)`` to decode with the Prefix
+Sliding cache (``spade_envs.agents.prefix_sliding.PrefixSlidingCache``; ``P=None`` makes
+the prompt the prefix), ``model=``/``tokenizer=`` to wrap objects already loaded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import AgentError
+from .api import Backend, Generation
+from .chat import encode, render
+
+
+class TransformersBackend(Backend):
+    """A Hugging Face causal LM behind the :class:`Backend` interface (token level)."""
+
+    token_level = True
+
+    def __init__(
+        self,
+        model_name: str = "default",
+        *,
+        device: str | None = None,
+        dtype: str = "float32",
+        batch_size: int = 64,
+        prefix_sliding: tuple[int | None, int] | None = None,
+        max_pad_ratio: float | None | str = "auto",
+        model: Any = None,
+        tokenizer: Any = None,
+    ) -> None:
+        import torch
+
+        if model is None or tokenizer is None:
+            from .models import load_model
+
+            model, tokenizer = load_model(model_name, device=device, dtype=dtype)
+        self.model = model
+        self.tokenizer = tokenizer
+        self.device = next(model.parameters()).device
+        self.name = f"transformers:{model_name}"
+        self.batch_size = max(1, int(batch_size))
+        if max_pad_ratio == "auto":
+            max_pad_ratio = 1.3 if self.device.type == "cpu" else None
+        self.max_pad_ratio = max_pad_ratio
+        self.prefix_sliding = tuple(prefix_sliding) if prefix_sliding is not None else None
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
+        self.stop_ids = sorted(self._stop_ids())
+        self._stop = torch.tensor(self.stop_ids, device=self.device, dtype=torch.long)
+        self.max_positions = int(getattr(model.config, "max_position_embeddings", 0) or 0) or None
+
+    def _stop_ids(self) -> set[int]:
+        ids: set[int] = set()
+        eos = getattr(self.model.generation_config, "eos_token_id", None) or self.model.config.eos_token_id
+        for value in eos if isinstance(eos, (list, tuple)) else [eos]:
+            if value is not None:
+                ids.add(int(value))
+        if self.tokenizer.eos_token_id is not None:
+            ids.add(int(self.tokenizer.eos_token_id))
+        vocab = self.tokenizer.get_vocab()
+        for token in ("<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>"):
+            if token in vocab:
+                ids.add(int(vocab[token]))
+        return ids
+
+    # -- Backend ------------------------------------------------------------------
+    def chat(
+        self,
+        conversations: list[list[dict]],
+        *,
+        tools: list[list[dict]] | None = None,
+        max_new_tokens: int = 256,
+        temperature: float = 0.6,
+        seed: int | None = None,
+    ) -> list[Generation]:
+        prompts = []
+        for i, messages in enumerate(conversations):
+            text = render(self.tokenizer, messages, tools[i] if tools else None, add_generation_prompt=True)
+            prompts.append(encode(self.tokenizer, text))
+        return self.generate(prompts, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
+
+    def generate(
+        self,
+        prompts: list[list[int]],
+        *,
+        max_new_tokens: int = 256,
+        temperature: float = 0.6,
+        seed: int | None = None,
+    ) -> list[Generation]:
+        import torch
+
+        generator = None
+        if seed is not None and temperature > 0:
+            generator = torch.Generator(device=self.device).manual_seed(int(seed))
+        # group similar lengths together to waste less padding, keep the caller's order
+        order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
+        out: list[Generation | None] = [None] * len(prompts)
+        for chunk in self._chunks(order, [len(p) for p in prompts]):
+            gens = self._generate_batch([prompts[i] for i in chunk], max_new_tokens, temperature, generator)
+            for i, gen in zip(chunk, gens):
+                out[i] = gen
+        return [g for g in out if g is not None]
+
+    def _chunks(self, order: list[int], lengths: list[int]) -> list[list[int]]:
+        """Batches of at most ``batch_size`` prompts (sorted by length). With
+        ``max_pad_ratio`` set (default on CPU, where compute is the bound), a batch also
+        ends where the longest prompt would exceed ``ratio * shortest + 32`` tokens, so
+        the prefill does not spend most of its work on padding."""
+        chunks: list[list[int]] = []
+        for i in order:
+            if chunks and len(chunks[-1]) < self.batch_size and (
+                self.max_pad_ratio is None or lengths[i] <= self.max_pad_ratio * lengths[chunks[-1][0]] + 32
+            ):
+                chunks[-1].append(i)
+            else:
+                chunks.append([i])
+        return chunks
+
+    # -- internals ------------------------------------------------------------------
+    def _make_cache(self):
+        from transformers import DynamicCache
+
+        if self.prefix_sliding is None:
+            return DynamicCache(config=self.model.config)
+        from .prefix_sliding import PrefixSlidingCache  # the Prefix Sliding module
+
+        prefix_len, window = self.prefix_sliding
+        return PrefixSlidingCache(window, prefix_len, config=self.model.config)
+
+    def _generate_batch(self, prompts: list[list[int]], max_new_tokens: int, temperature: float, generator) -> list[Generation]:
+        import torch
+
+        if any(len(p) == 0 for p in prompts):
+            raise AgentError("cannot generate from an empty prompt")
+        n = len(prompts)
+        width = max(len(p) for p in prompts)
+        if self.max_positions is not None:
+            max_new_tokens = max(0, min(max_new_tokens, self.max_positions - width))
+        ids = torch.full((n, width), self.pad_id, dtype=torch.long)
+        attn = torch.zeros((n, width), dtype=torch.long)
+        for row, p in enumerate(prompts):
+            ids[row, width - len(p) :] = torch.tensor(p, dtype=torch.long)
+            attn[row, width - len(p) :] = 1
+        ids, attn = ids.to(self.device), attn.to(self.device)
+        positions = (attn.cumsum(-1) - 1).clamp(min=0)
+        tokens: list[list[int]] = [[] for _ in range(n)]
+        logps: list[list[float]] = [[] for _ in range(n)]
+        finish = ["length"] * n
+        if max_new_tokens == 0:
+            return self._pack(prompts, tokens, logps, finish)
+        live = torch.arange(n, device=self.device)  # original row of each batch row
+        cache = self._make_cache()
+        with torch.inference_mode():
+            logits = self.model(
+                input_ids=ids, attention_mask=attn, position_ids=positions,
+                past_key_values=cache, use_cache=True, logits_to_keep=1,
+            ).logits[:, -1, :].float()
+            last_pos = positions[:, -1:]
+            for step in range(max_new_tokens):
+                if temperature > 0:
+                    logp_all = torch.log_softmax(logits / temperature, dim=-1)
+                    nxt = torch.multinomial(logp_all.exp(), 1, generator=generator).squeeze(-1)
+                else:
+                    logp_all = torch.log_softmax(logits, dim=-1)
+                    nxt = logp_all.argmax(dim=-1)
+                chosen = logp_all.gather(-1, nxt[:, None]).squeeze(-1)
+                stopped = torch.isin(nxt, self._stop)
+                for r, (row, tok, lp, st) in enumerate(zip(live.tolist(), nxt.tolist(), chosen.tolist(), stopped.tolist())):
+                    tokens[row].append(tok)
+                    logps[row].append(lp)
+                    if st:
+                        finish[row] = "stop"
+                if step == max_new_tokens - 1:
+                    break
+                keep = (~stopped).nonzero().squeeze(-1)
+                if keep.numel() == 0:
+                    break
+                if keep.numel() < live.numel():
+                    live, nxt, attn, last_pos = live[keep], nxt[keep], attn[keep], last_pos[keep]
+                    cache.batch_select_indices(keep)
+                attn = torch.cat([attn, attn.new_ones((attn.shape[0], 1))], dim=-1)
+                last_pos = last_pos + 1
+                logits = self.model(
+                    input_ids=nxt[:, None], attention_mask=attn, position_ids=last_pos,
+                    past_key_values=cache, use_cache=True,
+                ).logits[:, -1, :].float()
+        return self._pack(prompts, tokens, logps, finish)
+
+    def _pack(self, prompts, tokens, logps, finish) -> list[Generation]:
+        out = []
+        for p, toks, lps, fin in zip(prompts, tokens, logps, finish):
+            body = toks[:-1] if fin == "stop" else toks  # the text leaves out the end-of-turn token
+            text = self.tokenizer.decode(body, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+            out.append(Generation(text=text, token_ids=toks, logprobs=lps, prompt_token_ids=list(p), finish_reason=fin))
+        return out

@@ -1,0 +1,91 @@
+"""The ``vllm`` backend: vLLM's offline engine (``vllm.LLM``) on a GPU.
+
+Spec ``vllm:PATH`` (a local checkpoint folder, or ``default``/``tiny-random`` for the
+cached offline models of :mod:`spade_envs.agents.models`). vLLM is imported lazily (it
+is a GPU extra: ``pip install 'spade-envs[gpu]'``, vllm==0.31.0). The engine schedules
+all prompts of a call with continuous batching; prompts are given as token ids
+(``{"prompt_token_ids": [...]}``), so rollouts are token-level exactly as with the
+transformers backend. Sampling logprobs come from ``logprobs_mode="processed_logprobs"``
+(after temperature) when the installed vLLM supports that engine option.
+
+Options: ``dtype`` ("auto"), ``gpu_memory_utilization`` (0.5), ``max_model_len``
+(4096), ``seed`` (0), ``enforce_eager`` (False), plus any other ``vllm.LLM`` keyword.
+This path needs a GPU and is not exercised by the CPU test suite; see
+``benchmarks/gpu_agents.sh``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import AgentError
+from .api import Backend, Generation
+from .chat import encode, render
+
+
+class VLLMBackend(Backend):
+    """``vllm.LLM`` behind the :class:`Backend` interface (token level)."""
+
+    token_level = True
+
+    def __init__(self, model: str, *, dtype: str = "auto", gpu_memory_utilization: float = 0.5,
+                 max_model_len: int = 4096, seed: int = 0, enforce_eager: bool = False, **engine_kwargs: Any) -> None:
+        try:
+            import vllm
+        except ImportError:
+            raise AgentError("the vllm backend needs vLLM on a GPU machine: pip install 'vllm==0.31.0'") from None
+        from pathlib import Path
+
+        if model in ("default", "tiny-random"):
+            from .models import model_path
+
+            path = str(model_path(model))
+        else:
+            path = str(Path(model).expanduser())
+        kwargs = dict(model=path, tokenizer=path, dtype=dtype, gpu_memory_utilization=gpu_memory_utilization,
+                      max_model_len=max_model_len, seed=seed, enforce_eager=enforce_eager, **engine_kwargs)
+        kwargs.setdefault("logprobs_mode", "processed_logprobs")
+        try:
+            self.llm = vllm.LLM(**kwargs)
+        except TypeError:  # an engine without the logprobs_mode option
+            kwargs.pop("logprobs_mode", None)
+            self.llm = vllm.LLM(**kwargs)
+        self._vllm = vllm
+        self.name = f"vllm:{model}"
+        self.tokenizer = self.llm.get_tokenizer()
+        self.max_positions = int(max_model_len)
+        vocab = self.tokenizer.get_vocab()
+        stops = {self.tokenizer.eos_token_id} | {vocab[t] for t in ("<|im_end|>", "<|eot_id|>", "<|end|>") if t in vocab}
+        self.stop_ids = sorted(int(s) for s in stops if s is not None)
+
+    def chat(self, conversations: list[list[dict]], *, tools: list[list[dict]] | None = None,
+             max_new_tokens: int = 256, temperature: float = 0.6, seed: int | None = None) -> list[Generation]:
+        prompts = [encode(self.tokenizer, render(self.tokenizer, conv, tools[i] if tools else None))
+                   for i, conv in enumerate(conversations)]
+        return self.generate(prompts, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
+
+    def generate(self, prompts: list[list[int]], *, max_new_tokens: int = 256, temperature: float = 0.6,
+                 seed: int | None = None) -> list[Generation]:
+        params = self._vllm.SamplingParams(
+            n=1, temperature=max(0.0, float(temperature)), top_p=1.0,
+            max_tokens=int(max_new_tokens), seed=seed, logprobs=1, stop_token_ids=self.stop_ids,
+            skip_special_tokens=False, detokenize=True,
+        )
+        outputs = self.llm.generate([{"prompt_token_ids": list(p)} for p in prompts], params, use_tqdm=False)
+        gens = []
+        for prompt, out in zip(prompts, outputs):
+            comp = out.outputs[0]
+            ids = [int(t) for t in comp.token_ids]
+            lps = []
+            for tok, entry in zip(ids, comp.logprobs or []):
+                item = entry.get(tok) if entry else None
+                lps.append(float(item.logprob) if item is not None else 0.0)
+            finish = "stop" if comp.finish_reason == "stop" else "length"
+            body = ids[:-1] if finish == "stop" and ids and ids[-1] in self.stop_ids else ids
+            text = self.tokenizer.decode(body, skip_special_tokens=False)
+            gens.append(Generation(text=text, token_ids=ids, logprobs=lps if len(lps) == len(ids) else [],
+                                   prompt_token_ids=list(prompt), finish_reason=finish))
+        return gens
+
+    def close(self) -> None:
+        self.llm = None

@@ -1,0 +1,119 @@
+r"""Prompt building: the system prompt, tools, and the chat template.
+
+- Tools travel through the tokenizer's chat template (``tools=``) when the template
+  supports tools (it mentions ``tools``); otherwise :func:`fallback_system_prompt` lists
+  the specs in the system prompt and explains ``<tool_call>{json}</tool_call>`` and
+  ``<answer>...</answer>``.
+- Environment observations are ``user`` messages (``tool`` messages when the template
+  supports tools and the previous action called one).
+- Hint mode: the Gymnasium wrapper made with ``hint=True`` adds the privileged hint to the
+  first observation; :func:`add_hint` does the same for callers that hold a raw hint.
+
+:func:`render` turns messages into the prompt text; :func:`continuation_text` gives the
+text that follows a generated assistant turn when an observation is appended, so the
+rollout can extend a token-level trajectory without re-tokenizing model tokens.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+SYSTEM_PROMPT = (
+    "You are an agent acting in an interactive environment. Each of your replies is one "
+    "action that the environment executes; it answers with an observation. Think briefly, "
+    "then act. Work towards solving the task in as few turns as possible."
+)
+
+TEXT_ACTIONS = (
+    "Give a final answer as \\boxed{answer}. When the task has several steps, reply with "
+    "one step per turn in the format the environment asks for."
+)
+
+TOOL_ACTIONS = (
+    "To call a tool, reply with\n"
+    '<tool_call>{"name": "TOOL_NAME", "arguments": {...}}</tool_call>\n'
+    "using exactly one of the tools below and arguments that match its JSON schema. "
+    "When you know the final answer, reply with <answer>your answer</answer>."
+)
+
+
+def template_supports_tools(tokenizer: Any) -> bool:
+    """True when the tokenizer's chat template renders a ``tools`` list."""
+    template = getattr(tokenizer, "chat_template", None)
+    if isinstance(template, dict):
+        template = template.get("tool_use") or template.get("default") or ""
+    return isinstance(template, str) and "tools" in template
+
+
+def fallback_system_prompt(tools: list[dict] | None, base: str = SYSTEM_PROMPT) -> str:
+    """The system prompt for templates without tool support: the tool specs as JSON and
+    the ``<tool_call>``/``<answer>`` conventions (or ``\\boxed{}`` when there are no tools)."""
+    if not tools:
+        return f"{base}\n\n{TEXT_ACTIONS}"
+    specs = "\n".join(json.dumps(t, ensure_ascii=False, sort_keys=True) for t in tools)
+    return f"{base}\n\n{TOOL_ACTIONS}\n\nTools:\n{specs}"
+
+
+def native_system_prompt(tools: list[dict] | None, base: str = SYSTEM_PROMPT) -> str:
+    """The system prompt when the template renders tools itself."""
+    if not tools:
+        return f"{base}\n\n{TEXT_ACTIONS}"
+    return f"{base}\n\nUse the tools offered to you. When you know the final answer, reply with <answer>your answer</answer>."
+
+
+def initial_messages(observation: str, tools: list[dict] | None, *, native_tools: bool,
+                     system_prompt: str = SYSTEM_PROMPT) -> list[dict]:
+    """``[system, user(observation)]`` for a fresh episode."""
+    system = native_system_prompt(tools, system_prompt) if native_tools else fallback_system_prompt(tools, system_prompt)
+    return [{"role": "system", "content": system}, {"role": "user", "content": observation}]
+
+
+def add_hint(observation: str, hint: str | None) -> str:
+    """The observation with the privileged hint appended (as the Gymnasium wrapper does)."""
+    return f"{observation}\n\nHint: {hint}" if hint else observation
+
+
+def observation_message(observation: str, *, native_tools: bool, called_tool: bool) -> dict:
+    """The message carrying an environment observation after an action."""
+    role = "tool" if native_tools and called_tool else "user"
+    return {"role": role, "content": observation}
+
+
+def render(tokenizer: Any, messages: list[dict], tools: list[dict] | None = None, *,
+           add_generation_prompt: bool = True) -> str:
+    """The prompt text for ``messages`` (tools go to the template only if it supports them)."""
+    kwargs: dict[str, Any] = {"tokenize": False, "add_generation_prompt": add_generation_prompt}
+    if tools and template_supports_tools(tokenizer):
+        kwargs["tools"] = tools
+    return tokenizer.apply_chat_template(messages, **kwargs)
+
+
+def encode(tokenizer: Any, text: str) -> list[int]:
+    """Token ids of rendered text (the template already holds any special tokens)."""
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def continuation_text(tokenizer: Any, messages: list[dict], tools: list[dict] | None,
+                      generated_text: str, content: str) -> tuple[str, bool]:
+    """Text to append after a generated assistant turn so the token sequence equals the
+    rendering of ``messages`` (which end with that assistant turn and the next
+    observation) plus the generation prompt.
+
+    ``generated_text`` is the decoded completion including special tokens,
+    ``content`` the assistant message content. Returns ``(text, exact)``; ``exact`` is
+    False when the template rewrote the assistant turn and the continuation had to be
+    approximated from the rendering of the trailing messages.
+    """
+    before = render(tokenizer, messages[:-2], tools, add_generation_prompt=True)
+    full = render(tokenizer, messages, tools, add_generation_prompt=True)
+    for head in (before + generated_text, before + content):
+        if full.startswith(head):
+            return full[len(head):], True
+    # template changed the assistant turn (trimmed, reasoning removed...): take what the
+    # template writes after the assistant turn, closed with the end-of-turn token
+    with_assistant = render(tokenizer, messages[:-1], tools, add_generation_prompt=False)
+    tail = full[len(with_assistant):] if full.startswith(with_assistant) else ""
+    eos = getattr(tokenizer, "eos_token", None) or ""
+    closing = "" if (eos and generated_text.endswith(eos)) else eos
+    return closing + tail, False

@@ -1,0 +1,111 @@
+"""Environment side of rollouts: opening tasks' environments and stepping them in batch.
+
+Every environment is a :class:`~spade_envs.gym_env.SpadeEnv`, so hint handling and the
+choice of runtime follow the Gymnasium surface: registered seeds run in-process unless
+``sandbox=True``; a task's ``source`` is untrusted and runs through ``get_runtime()``
+(the sandbox) unless ``trust_remote_code=True``. Steps of many environments are grouped
+by runtime and sent through ``EnvRuntime.step_batch`` (one round trip per runtime for a
+sandbox), and a failing environment ends only its own episode.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import SpadeError
+from .api import PlayTask
+
+
+@dataclass
+class StepOutcome:
+    observation: str
+    reward: float
+    terminated: bool
+    truncated: bool
+    info: dict = field(default_factory=dict)
+    error: str | None = None
+
+
+def open_env(task: PlayTask, *, sandbox: bool = False, trust_remote_code: bool = False):
+    """A :class:`SpadeEnv` for ``task`` (not yet reset)."""
+    from ..gym_env import SpadeEnv
+    from ..runtime import get_runtime
+
+    runtime = get_runtime() if sandbox and not trust_remote_code else None
+    if task.source is not None:
+        return SpadeEnv(source=task.source, hint=task.hint, trust_remote_code=trust_remote_code, runtime=runtime)
+    return SpadeEnv(env_id=task.env_id, hint=task.hint, runtime=runtime)
+
+
+def start(task: PlayTask, **options: Any) -> tuple[Any, str, dict, str | None]:
+    """Open and reset ``task``'s environment: ``(env or None, observation, info, error)``."""
+    try:
+        env = open_env(task, **options)
+    except SpadeError as exc:
+        return None, "", {}, f"cannot open environment: {exc}"
+    try:
+        obs, info = env.reset(seed=task.seed)
+    except SpadeError as exc:
+        close_env(env)
+        return None, "", {}, f"reset failed: {exc}"
+    return env, obs, info, None
+
+
+def step_batch(envs: list[Any], actions: list[str]) -> list[StepOutcome]:
+    """Step every env with its action; batched per runtime through ``step_batch``."""
+    outcomes: list[StepOutcome | None] = [None] * len(envs)
+    groups: dict[int, tuple[Any, list[int]]] = {}
+    for i, env in enumerate(envs):
+        runtime = getattr(env, "_runtime", None)
+        session = getattr(env, "_session", None)
+        if runtime is None or session is None:  # not a SpadeEnv: step it directly
+            outcomes[i] = _direct_step(env, actions[i])
+            continue
+        groups.setdefault(id(runtime), (runtime, []))[1].append(i)
+    for runtime, idx in groups.values():
+        results = runtime.step_batch([(envs[i]._session, str(actions[i])) for i in idx])
+        for i, result in zip(idx, results):
+            if isinstance(result, SpadeError):
+                kind = getattr(result, "kind", None) or getattr(result, "stage", "error")
+                outcomes[i] = StepOutcome(
+                    f"Environment error ({kind}): {result}", 0.0, False, True,
+                    {"error": str(result), "verdict": kind}, error=f"{kind}: {result}",
+                )
+            else:
+                obs, reward, terminated, truncated, info = result
+                outcomes[i] = StepOutcome(obs, float(reward), bool(terminated), bool(truncated), dict(info))
+    return [o for o in outcomes if o is not None]
+
+
+def _direct_step(env: Any, action: str) -> StepOutcome:
+    try:
+        obs, reward, terminated, truncated, info = env.step(action)
+    except SpadeError as exc:
+        return StepOutcome(f"Environment error: {exc}", 0.0, False, True, {"error": str(exc)}, error=str(exc))
+    info = dict(info)
+    return StepOutcome(obs, float(reward), bool(terminated), bool(truncated), info, error=info.get("error"))
+
+
+def finish(env: Any) -> Any:
+    """The env's ``snapshot()`` (None if it fails), then close it."""
+    state = None
+    if env is not None:
+        try:
+            state = env.snapshot()
+        except SpadeError:
+            state = None
+        close_env(env)
+    return state
+
+
+def close_env(env: Any) -> None:
+    try:
+        env.close()
+    except Exception:  # closing must never fail a batch
+        pass
+
+
+def episode_return(rewards: list[float]) -> float:
+    """The last reward clipped to [-1, 1] (0.0 when there was no step)."""
+    return max(-1.0, min(1.0, rewards[-1])) if rewards else 0.0
