@@ -86,7 +86,7 @@ def game_ids(limit: int | None = None) -> list[str]:
     try:
         from spade_envs.evals.registry_suite import active_records
 
-        ids += [r.env_id.base for r in active_records() if is_multiplayer(r) and r.env_id.base not in ids]
+        ids += [r.env_id.base for r in active_records(multiplayer=True) if r.env_id.base not in ids]
     except (ImportError, SpadeError):
         pass
     return ids[:limit] if limit else ids

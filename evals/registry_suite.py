@@ -54,8 +54,11 @@ class Trace:
 
 
 # -- selection ------------------------------------------------------------------------
-def active_records() -> list[Any]:
-    """The latest active version of every environment of the active registry."""
+def active_records(multiplayer: bool | None = False) -> list[Any]:
+    """The latest active version of every environment of the active registry.
+
+    ``multiplayer``: False (default) leaves games out — they have their own suite,
+    ``spade eval --suite games`` — True keeps only games, None keeps everything."""
     from spade_envs.registry import catalog
 
     records = list(catalog.seed_records())
@@ -71,8 +74,10 @@ def active_records() -> list[Any]:
 
     latest: dict[int, Any] = {}
     for rec in records:
-        if getattr(rec, "status", "active") != "active" or is_multiplayer(rec):
-            continue  # games have their own suite (`spade eval --suite games`)
+        if getattr(rec, "status", "active") != "active":
+            continue
+        if multiplayer is not None and is_multiplayer(rec) != multiplayer:
+            continue
         cur = latest.get(rec.env_id.seq)
         if cur is None or rec.env_id.version > cur.env_id.version:
             latest[rec.env_id.seq] = rec
