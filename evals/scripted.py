@@ -1,8 +1,7 @@
 """Scripted agents for checking the harness: they play actions decided by a policy that
 sees the environment's reference solution, so every metric has a known answer.
 
-``ReferenceAgent`` plays the reference (``replay:reference`` when the agents package is
-not available); ``ScriptedAgent(policy)`` plays ``policy(task, reference_actions)``.
+``ReferenceAgent`` plays the reference; ``ScriptedAgent(policy)`` plays ``policy(task, reference_actions)``.
 Episodes carry the fields of ``spade_envs.agents.Episode`` that evals read.
 """
 
@@ -13,17 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spade_envs.errors import SpadeError
-
-
-@dataclass
-class Task:
-    """Same fields as ``spade_envs.agents.PlayTask``."""
-
-    env_id: str
-    seed: int
-    hint: bool = False
-    max_turns: int = 10
-    source: str | None = None
 
 
 @dataclass

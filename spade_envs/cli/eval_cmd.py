@@ -26,23 +26,13 @@ def _bar(total: int, desc: str, enabled: bool) -> Any:
 
 
 def _registry_agent(spec: str, **options: Any) -> Any:
-    try:
-        from spade_envs.agents import load_agent
-    except ImportError:
-        load_agent = None
-    if load_agent is None:
-        if spec == "replay:reference":
-            from spade_envs.evals.scripted import ReferenceAgent
+    from spade_envs.agents import load_agent
 
-            return ReferenceAgent()
-        from spade_envs.errors import SpadeError
-
-        raise SpadeError(f"agent '{spec}' needs spade_envs.agents, which is not available in this build")
     return load_agent(spec, **options)
 
 
 def _run_registry(agent: str, split: str | None, limit: int | None, seeds: int, generation: int | None,
-                  skill: str | None, tags: list[str], show: bool) -> tuple[list, dict, dict]:
+                  skill: str | None, tags: list[str], show: bool, max_new_tokens: int, max_turns: int) -> tuple[list, dict, dict]:
     from spade_envs.evals import registry_suite as rs
 
     records = rs.select_records(rs.active_records(), generation=generation, skill=skill, tags=tags or None,
@@ -53,7 +43,9 @@ def _run_registry(agent: str, split: str | None, limit: int | None, seeds: int, 
         raise SpadeError("no environment matches the selection (see `spade registry list`)")
     bar = _bar(len(records) * seeds, "scoring", show)
     try:
-        rows, summary = rs.run_registry_suite(_registry_agent(agent), records, seeds=range(seeds), progress=show,
+        opts = {} if agent.startswith("replay:") else {"max_new_tokens": max_new_tokens}
+        tasks = rs.make_tasks(records, range(seeds), max_turns=max_turns)
+        rows, summary = rs.run_registry_suite(_registry_agent(agent, **opts), records, tasks=tasks, progress=show,
                                               on_scored=bar.update)
     finally:
         bar.close()
@@ -120,6 +112,7 @@ def register(app: typer.Typer) -> None:
         trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="acebench: run the checkout's classes"),
         agreement: bool = typer.Option(True, "--agreement/--no-agreement", help="bfcl: check verdicts with BFCL's checker"),
         max_new_tokens: int = typer.Option(256, "--max-new-tokens", min=1, help="model agents: tokens per step"),
+        max_turns: int = typer.Option(10, "--max-turns", min=1, help="registry: turn limit per episode"),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="progress bar on stderr"),
     ) -> None:
         """Evaluate an agent on a registry, BFCL-v4 multi-turn or ACEBench agent suite."""
@@ -131,7 +124,8 @@ def register(app: typer.Typer) -> None:
             raise fail(f"unknown suite '{suite}'; choose one of: {', '.join(SUITES)}", 2)
         cats = [c for item in category for c in item.split(",") if c] or None
         if suite == "registry":
-            rows, summary, extra = _run_registry(agent, split, limit, seeds, generation, skill, tag, progress)
+            rows, summary, extra = _run_registry(agent, split, limit, seeds, generation, skill, tag, progress,
+                                                 max_new_tokens, max_turns)
         elif suite == "games":
             from spade_envs.evals.games import run_games
 
