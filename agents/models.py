@@ -126,7 +126,8 @@ def ensure_tokenizer():
     tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=final.parent))
     tokenizer.save_pretrained(tmp)
     _publish(tmp, final)
-    return tokenizer
+    # reload from the cache: callers get the same object whether or not this was the first call
+    return AutoTokenizer.from_pretrained(str(final))
 
 
 def ensure_tiny_random() -> Path:
