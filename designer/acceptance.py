@@ -229,7 +229,10 @@ def sandbox_runtime(step_deadline_s: float, lane: int = 0) -> EnvRuntime:
             except ImportError:
                 get_runtime()  # raises UntrustedCodeError with the usual advice
                 raise
-            kwargs: dict[str, Any] = {"step_timeout_s": float(step_deadline_s)}
+            # construction compiles and runs reset(): allow more than a step, far less than
+            # the runtime's default 30 s, so a hanging constructor is judged quickly
+            kwargs: dict[str, Any] = {"step_timeout_s": float(step_deadline_s),
+                                      "open_timeout_s": max(10.0, 5 * float(step_deadline_s))}
             if lane:
                 kwargs["max_workers"] = 1
             runtime = _SANDBOXES[key] = SandboxRuntime(**kwargs)

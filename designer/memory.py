@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from .novelty import NoveltyIndex
 
@@ -175,6 +175,28 @@ class DesignerMemory:
     def novelty_check(self, source: str) -> tuple[bool, str]:
         """The ``AcceptanceConfig.novelty_check`` hook."""
         return self.novelty_index().check(source)
+
+    def import_novelty_check(self, replaces: str | None = None) -> Callable[[str], tuple[bool, str]]:
+        """The novelty hook for importing sources into the registry (``registry add``,
+        ``validate``): a source identical to a registered one passes (the store
+        deduplicates it), a near-duplicate is rejected, except of the environment it
+        ``replaces`` (a new version is expected to resemble the old one)."""
+        from ..program import source_sha256
+        from ..registry.ids import parse_env_id
+
+        known = {source_sha256(e.source): e.env_id for e in self.entries()}
+        skip = []
+        if replaces:
+            base = parse_env_id(replaces).base
+            skip = [e.env_id for e in self.entries() if e.env_id == base or e.env_id.startswith(base + "-v")]
+
+        def check(source: str) -> tuple[bool, str]:
+            same = known.get(source_sha256(source))
+            if same is not None:
+                return True, f"identical to {same} (already registered)"
+            return self.novelty_index().check(source, exclude=skip)
+
+        return check
 
     # -- retrieval -------------------------------------------------------------------
     def retrieve(self, skill: str, *, mode: str | None = None, k_positive: int = 2, k_negative: int = 2,

@@ -24,10 +24,34 @@ def cli(capsys, spade_home):  # noqa: F811
     return run
 
 
+def _static_check(source: str, filename: str) -> dict:
+    """Syntax and interface only: these tests are about the registry side, not acceptance."""
+    from spade_envs.errors import EnvProgramError
+    from spade_envs.program import inspect_program
+
+    try:
+        inspect_program(source, filename=filename)
+    except EnvProgramError as exc:
+        return {"accepted": False, "rejected_at": exc.stage, "stages": [{"name": exc.stage, "ok": False, "detail": str(exc)}]}
+    return {"accepted": True, "rejected_at": None, "stages": [{"name": "static", "ok": True, "detail": "static only"}]}
+
+
 @pytest.fixture
 def static_acceptance(monkeypatch):
-    """The real pipeline needs the sandbox; these tests are about the registry side."""
-    monkeypatch.setattr(registry_cmd, "acceptance_runner", lambda: registry_cmd._static_check)
+    monkeypatch.setattr(registry_cmd, "acceptance_runner", lambda *a, **k: _static_check)
+
+
+def test_add_rejects_near_duplicates_but_not_identical_or_replacing_sources(cli, spade_home, tmp_path):  # noqa: F811
+    seed = seed_records()[0]
+    renamed = tmp_path / "renamed.py"
+    renamed.write_text(seed.source.replace(seed.class_name, "Renamed" + seed.class_name), encoding="utf-8")
+    out = cli("registry", "add", str(renamed), "--json", code=1)
+    assert out["added"] == [] and out["rejected"][0]["rejected_at"] == "novelty"
+    assert seed.env_id.base in out["rejected"][0]["detail"]
+    same = tmp_path / "same.py"
+    same.write_text(seed.source, encoding="utf-8")
+    out = cli("registry", "add", str(same), "--json")
+    assert out["rejected"] == [] and len(out["added"]) == 1
 
 
 def test_list_without_store_shows_seeds(cli, spade_home):  # noqa: F811

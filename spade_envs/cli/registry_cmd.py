@@ -52,31 +52,19 @@ def _verdicts(report: Any) -> list[dict[str, Any]]:
             for s in (getattr(report, "stages", None) or [])]
 
 
-def _static_check(source: str, filename: str) -> dict[str, Any]:
-    from ..errors import EnvProgramError
-    from ..program import inspect_program
+def acceptance_runner(reg: Any, replaces: str | None = None) -> Callable[[str, str], dict[str, Any]]:
+    """``run(source, filename) -> {"accepted", "rejected_at", "stages"}``: the acceptance
+    pipeline, with novelty judged against the seeds and the store ``reg``."""
+    from ..designer.acceptance import AcceptanceConfig, AcceptancePipeline
+    from ..designer.memory import DesignerMemory
 
-    try:
-        inspect_program(source, filename=filename)
-    except EnvProgramError as exc:
-        return {"accepted": False, "rejected_at": exc.stage, "stages": [{"name": exc.stage, "ok": False, "detail": str(exc)}]}
-    return {"accepted": True, "rejected_at": None,
-            "stages": [{"name": "static", "ok": True, "detail": "syntax and interface only (no acceptance pipeline)"}]}
-
-
-def acceptance_runner() -> Callable[[str, str], dict[str, Any]]:
-    """``run(source, filename) -> {"accepted", "rejected_at", "stages"}`` with the designer's
-    acceptance pipeline, or a static check (with a note on stderr) while it is missing."""
-    try:
-        from ..designer.acceptance import AcceptancePipeline
-    except ImportError:
-        typer.echo("spade: note: the acceptance pipeline (spade_envs.designer.acceptance) is not available; "
-                   "candidates get the static checks only (syntax, interface)", err=True)
-        return _static_check
-    pipeline = AcceptancePipeline()
+    memory = DesignerMemory(reg)
+    pipeline = AcceptancePipeline(AcceptanceConfig(novelty_check=memory.import_novelty_check(replaces)))
 
     def run(source: str, filename: str) -> dict[str, Any]:
         report = pipeline.run(source, filename=filename)
+        if report.accepted:  # later candidates of this batch must be novel against it too
+            memory.novelty_index().add(f"{filename} (this batch)", source)
         return {"accepted": bool(report.accepted), "rejected_at": getattr(report, "rejected_at", None),
                 "stages": _verdicts(report)}
 
@@ -93,12 +81,12 @@ def add_files(files: list[str], *, generation: int | None = None, replaces: str 
     from ..errors import SpadeError
     from ..registry.importer import iter_candidates
 
-    accept = accept or acceptance_runner()
     candidates = list(iter_candidates(files))
     added: list[dict[str, Any]] = []
     rejected: list[dict[str, Any]] = []
     console = Console(stderr=True)
     with _open() as reg:
+        accept = accept or acceptance_runner(reg, replaces)
         for cand in track(candidates, description="accepting", console=console, transient=True,
                           disable=len(candidates) < 2 or not console.is_terminal):
             if cand.error is not None:

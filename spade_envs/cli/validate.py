@@ -45,14 +45,18 @@ def register(app: typer.Typer) -> None:
         trust_remote_code: bool = typer.Option(
             False, "--trust-remote-code", help="run the code in-process, without the sandbox (trusted code only)"
         ),
+        novelty: bool = typer.Option(
+            True, "--novelty/--no-novelty", help="judge novelty against the seed suite and the local store"
+        ),
     ) -> None:
         """Run the acceptance stages on FILE and print a verdict per stage."""
         from ..errors import UntrustedCodeError
-        from ..designer.acceptance import AcceptancePipeline
+        from ..designer.acceptance import AcceptanceConfig, AcceptancePipeline
         from .main import fail
 
         source = _read_source(file)
-        pipeline = AcceptancePipeline(trust_remote_code=trust_remote_code)
+        config = AcceptanceConfig(novelty_check=_registry_novelty_check() if novelty else None)
+        pipeline = AcceptancePipeline(config, trust_remote_code=trust_remote_code)
         try:
             pipeline.runtime  # noqa: B018 - fail early, before any stage, when there is no sandbox
         except UntrustedCodeError as exc:
@@ -63,6 +67,20 @@ def register(app: typer.Typer) -> None:
         else:
             _print_table(report)
         raise typer.Exit(0 if report.accepted else 1)
+
+
+def _registry_novelty_check():  # noqa: ANN202 - a NoveltyCheck
+    """Novelty against the seed suite and, when it exists, the local store (read-only)."""
+    from ..designer.memory import DesignerMemory
+    from ..registry.store import Registry, default_path
+
+    if not default_path().exists():
+        return DesignerMemory(None).import_novelty_check()
+    with Registry.open(readonly=True) as reg:
+        memory = DesignerMemory(reg)
+        memory.entries()
+        memory.novelty_index()  # load everything while the store is open
+    return memory.import_novelty_check()
 
 
 def _print_table(report) -> None:  # noqa: ANN001 - AcceptanceReport, imported lazily
