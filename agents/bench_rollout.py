@@ -19,9 +19,10 @@ from .api import PlayTask
 
 
 def _tasks(n: int, max_turns: int) -> list[PlayTask]:
+    from ..multiplayer import is_multiplayer
     from ..registry.catalog import seed_records
 
-    ids = [rec.env_id.base for rec in seed_records() if int(rec.metadata.get("num_players", 1) or 1) == 1]
+    ids = [rec.env_id.base for rec in seed_records() if not is_multiplayer(rec)]
     return [PlayTask(ids[i % len(ids)], seed=i // len(ids), max_turns=max_turns) for i in range(n)]
 
 

@@ -42,7 +42,7 @@ from .corpus import Corpus, Document
 from .extract import extract_code
 from .hints import resolve_hint
 from .memory import DesignerMemory, MemoryEntry
-from .prompts import MODES, SKILLS, build_prompt, prompt_hash, repair_messages
+from .prompts import DEFAULT_MODES, MODES, SKILLS, build_prompt, prompt_hash, repair_messages
 from .regret import RegretEstimate, RewardMode
 from .verdicts import STAGES
 from .scoring import ScoreConfig, score_sources, store_scores
@@ -269,7 +269,7 @@ class EnvironmentDesigner:
         out = []
         for i in range(cfg.n):
             skill = cfg.skill or rng.choice(SKILLS)
-            mode = cfg.mode or rng.choice(MODES)
+            mode = cfg.mode or rng.choice(DEFAULT_MODES)
             doc = docs[i % len(docs)]
             retrieval = self.memory.retrieve(skill, mode=mode, k_positive=cfg.k_positive,
                                              k_negative=cfg.k_negative, seed=cfg.seed + i)

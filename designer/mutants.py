@@ -204,7 +204,11 @@ OPERATORS: dict[str, tuple[Callable[[str], str | None], str | tuple[str, ...]]] 
         _step("import random\nreturn (r[0] + ' #' + str(random.Random().randrange(10 ** 6)),) + tuple(r[1:])\n"),
         "determinism",
     ),
-    "solution_reversed": (_solution("return s[::-1]\n"), "solution_replay"),
+    # tool-use solutions keep their tags (else the base class's <answer> fallback would
+    # legitimately complete the replay): reverse the final answer instead
+    "solution_reversed": (_solution(
+        "return re.sub(r'<answer>(.*?)</answer>', lambda m: '<answer>' + m.group(1)[::-1] + 'x</answer>', s, "
+        "flags=re.S) if '<answer>' in s else s[::-1]\n"), "solution_replay"),
     "solution_corrupted": (_solution("return _mut_corrupt(s)\n", _CORRUPT_HELPER), "solution_replay"),
     "reward_zero": (_step("return (r[0], 0.0) + tuple(r[2:])\n"), "solution_replay"),
     "reward_halved": (_step("return (r[0], r[1] * 0.5) + tuple(r[2:])\n"), "solution_replay"),
@@ -251,11 +255,15 @@ def mutate(source: str, parent: str, operators: Iterable[str] | None = None) -> 
 
 
 def seed_mutants(operators: Iterable[str] | None = None) -> list[Mutant]:
-    """Mutants of every seed of the installed suite."""
+    """Mutants of every single-player seed of the installed suite (the operators target
+    the single-player contract; games have their own acceptance stages and tests)."""
+    from spade_envs.multiplayer import is_multiplayer
     from spade_envs.registry.catalog import seed_records
 
     ops = None if operators is None else list(operators)
     out: list[Mutant] = []
     for rec in seed_records():
+        if is_multiplayer(rec):
+            continue
         out.extend(mutate(rec.source, rec.metadata.get("file", str(rec.env_id)), ops))
     return out

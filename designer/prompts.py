@@ -30,7 +30,9 @@ SKILLS: tuple[str, ...] = (
     "mathematical reasoning", "logical deduction", "spatial reasoning",
     "pattern recognition", "optimization", "causal inference",
 )
-MODES: tuple[str, ...] = ("puzzle", "game", "tool")
+MODES: tuple[str, ...] = ("puzzle", "game", "tool", "multiplayer")
+#: modes drawn at random when none is asked for (multi-player games only on request)
+DEFAULT_MODES: tuple[str, ...] = ("puzzle", "game", "tool")
 
 SYSTEM = (
     "You are the Environment Designer. You write complete, executable Python training "
@@ -162,17 +164,30 @@ def memory_section(retrieval: Retrieval | None) -> str:
     return "\n\n".join(parts)
 
 
+def _contract(mode: str) -> str:
+    """The program format the model must follow: DESIGN.md section 3, or the multi-player
+    format of :mod:`spade_envs.multiplayer` for ``multiplayer`` mode."""
+    if mode == "multiplayer":
+        from spade_envs.multiplayer import FORMAT_PROMPT
+
+        return (
+            "Write a TWO-PLAYER game (zero-sum or cooperative; hidden information is welcome) "
+            "in this format:\n" + FORMAT_PROMPT + '\nSet METADATA["num_players"] = 2.'
+        )
+    return CONTRACT + "\n" + MODE_RULES[mode]
+
+
 def build_prompt(mode: str, skill: str, document: Document, retrieval: Retrieval | None = None) -> list[dict[str, str]]:
     """The designer's chat messages for one environment (see the module docstring).
     Raises ``ValueError`` for an unknown mode."""
-    if mode not in MODE_RULES:
+    if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
     idea = SKILL_IDEAS.get(skill, skill)
     user = "\n\n".join(p for p in (
         f"Write a {mode} environment that trains the skill \"{skill}\" ({idea}).",
         f"Ground it on this document (use its facts, names or concepts for the task):\n"
         f"<document ref=\"{document.ref}\">\n{document.text}\n</document>",
-        CONTRACT + "\n" + MODE_RULES[mode],
+        _contract(mode),
         memory_section(retrieval),
         f'Set METADATA["skill"] = "{skill}" and tag it "{mode}". Reply with the complete program '
         "in ONE ```python code block.",

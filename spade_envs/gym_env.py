@@ -51,7 +51,9 @@ class SpadeEnv(gym.Env[str, str]):
             source, trusted = record.source, record.trusted
             self.env_id, self.version = record.env_id.base, record.env_id.version
             self.spade_metadata = dict(record.metadata)
-            if int(record.metadata.get("num_players", 1) or 1) > 1:
+            from .multiplayer import is_multiplayer
+
+            if is_multiplayer(record):
                 raise EnvProgramError(
                     f"{record.env_id.base} is a multi-player game: use spade_envs.make_aec({record.env_id.base!r})"
                 )

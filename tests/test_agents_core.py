@@ -8,9 +8,10 @@ import pytest
 
 from spade_envs.agents import AgentError, PlayTask, load_agent, load_backend, parse_spec
 from spade_envs.agents import chat
+from spade_envs.multiplayer import is_multiplayer
 from spade_envs.registry.catalog import seed_records
 
-SEED_IDS = [rec.env_id.base for rec in seed_records() if int(rec.metadata.get("num_players", 1) or 1) == 1]
+SEED_IDS = [rec.env_id.base for rec in seed_records() if not is_multiplayer(rec)]
 TOOLS = [{"type": "function", "function": {"name": "get_balance", "description": "Balance of an account.",
                                            "parameters": {"type": "object", "properties": {"account": {"type": "string"}},
                                                           "required": ["account"]}}}]

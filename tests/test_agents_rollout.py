@@ -9,9 +9,10 @@ from spade_envs.agents import PlayTask, load_agent
 from spade_envs.agents.backend_openai import OpenAIBackend
 from spade_envs.agents.rollout import LLMAgent
 from spade_envs.agents.server import serve
+from spade_envs.multiplayer import is_multiplayer
 from spade_envs.registry.catalog import seed_records
 
-SEED_IDS = [rec.env_id.base for rec in seed_records() if int(rec.metadata.get("num_players", 1) or 1) == 1]
+SEED_IDS = [rec.env_id.base for rec in seed_records() if not is_multiplayer(rec)]
 PICK = SEED_IDS[:: max(1, len(SEED_IDS) // 6)]  # a spread of text and tool-use seeds
 
 

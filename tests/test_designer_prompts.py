@@ -10,7 +10,7 @@ from spade_envs.designer.corpus import Document
 from spade_envs.designer.hints import resolve_hint, strip_answer, with_hint
 from spade_envs.designer.memory import MemoryEntry, Retrieval
 from spade_envs.designer.prompts import (
-    MODES, SKILLS, abbreviate, build_prompt, prompt_hash, repair_messages,
+    DEFAULT_MODES, MODES, SKILLS, abbreviate, build_prompt, prompt_hash, repair_messages,
 )
 from spade_envs.registry.catalog import seed_records
 from designer_fakes import VALID_ENV, ScriptedBackend
@@ -29,11 +29,20 @@ def _retrieval() -> Retrieval:
     return Retrieval("mathematical reasoning", [pos], [easy, hard], None, ["Lock"], "Make something different.")
 
 
-def test_six_skills_three_modes():
-    assert len(SKILLS) == 6 and set(MODES) == {"puzzle", "game", "tool"}
+def test_six_skills_three_modes_plus_multiplayer():
+    assert len(SKILLS) == 6 and set(DEFAULT_MODES) == {"puzzle", "game", "tool"}
+    assert set(MODES) == set(DEFAULT_MODES) | {"multiplayer"}
 
 
-@pytest.mark.parametrize("mode", MODES)
+def test_multiplayer_prompt_uses_the_game_format():
+    user = build_prompt("multiplayer", "logical deduction", DOC, _retrieval())[1]["content"]
+    assert DOC.text in user and "TWO-PLAYER" in user
+    for needle in ("current_player(self)", "observe(self, player)", "num_players", "scripted_action"):
+        assert needle in user
+    assert "Make something different." in user
+
+
+@pytest.mark.parametrize("mode", DEFAULT_MODES)
 def test_prompt_contents_per_mode(mode):
     msgs = build_prompt(mode, "mathematical reasoning", DOC, _retrieval())
     assert [m["role"] for m in msgs] == ["system", "user"]

@@ -19,6 +19,7 @@ import pytest
 pytest.importorskip("openenv.core", reason="openenv-core is not installed: pip install 'spade-envs[openenv]'")
 
 from openenv.core import GenericEnvClient  # noqa: E402
+from websockets.exceptions import ConnectionClosed  # noqa: E402 (a dependency of openenv-core)
 
 import spade_envs  # noqa: E402,F401
 from spade_envs.gym_env import SpadeEnv  # noqa: E402
@@ -155,20 +156,24 @@ def test_session_limit_refuses_one_client_too_many():
         try:
             await asyncio.gather(*(c.reset(env_id="spade/Env-00001", seed=i) for i, c in enumerate(clients)))
             extra = GenericEnvClient(base_url=srv.url)
-            with pytest.raises(RuntimeError, match="CAPACITY_REACHED"):
+            # the refusal arrives as an error message, or (when the server's close wins the
+            # race with the client's first send) as the closed connection itself
+            with pytest.raises((RuntimeError, ConnectionClosed)) as refused:
                 await extra.reset(seed=1)
+            assert isinstance(refused.value, ConnectionClosed) or "CAPACITY_REACHED" in str(refused.value)
             await extra.disconnect()
         finally:
             await asyncio.gather(*(c.disconnect() for c in clients))
-        for _ in range(50):  # sessions are released on disconnect
+        deadline = time.monotonic() + 30  # sessions are released on disconnect (slowly on a busy machine)
+        while time.monotonic() < deadline:
             late = GenericEnvClient(base_url=srv.url)
             try:
                 return await late.reset(env_id="spade/Env-00001", seed=2)
             except RuntimeError:
-                await asyncio.sleep(0.1)
+                await asyncio.sleep(0.2)
             finally:
                 await late.disconnect()
-        raise AssertionError("sessions were not released")
+        raise AssertionError("sessions were not released within 30 s")
 
     try:
         assert asyncio.run(main()).observation["text"]

@@ -1,4 +1,4 @@
-"""``spade design --n N [--skill S] [--mode game|tool|puzzle] [--model M] [--corpus C] [--json]``.
+"""``spade design --n N [--skill S] [--mode game|tool|puzzle|multiplayer] [--model M] [--corpus C] [--json]``.
 
 Proposes N environments with the designer model, runs each through the acceptance
 pipeline (with repairs), registers the accepted ones as a new generation of the local
@@ -78,7 +78,7 @@ def register(app: typer.Typer) -> None:
     def design(
         n: int = typer.Option(1, "--n", min=1, help="number of environments to propose"),
         skill: Optional[str] = typer.Option(None, "--skill", help="one of the six skills (default: random per candidate)"),
-        mode: Optional[str] = typer.Option(None, "--mode", help="puzzle, game or tool (default: random per candidate)"),
+        mode: Optional[str] = typer.Option(None, "--mode", help="puzzle, game, tool or multiplayer (default: puzzle/game/tool at random)"),
         model: str = typer.Option("transformers:default", "--model", help="designer model, BACKEND:MODEL"),
         corpus: str = typer.Option("stdlib", "--corpus", help="grounding corpus: stdlib, FILE.jsonl, FILE.parquet, hf:NAME"),
         agent: Optional[str] = typer.Option(None, "--agent", help="agent that plays for the regret (default: the designer model)"),
