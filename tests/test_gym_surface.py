@@ -121,3 +121,13 @@ def test_import_is_light():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_demo_replays_the_seed_suite(capsys):
+    from spade_envs.cli.main import main
+    from spade_envs.multiplayer import is_multiplayer
+
+    assert main(["demo", "--seeds", "1"]) == 0
+    out = capsys.readouterr().out
+    n = sum(1 for r in seed_records() if not is_multiplayer(r))
+    assert f"reference solutions won {n}/{n} episodes" in out

@@ -20,14 +20,16 @@ def register(app: typer.Typer) -> None:
         from rich.table import Table
 
         import spade_envs  # noqa: F401  (registers the suite)
+        from spade_envs.multiplayer import is_multiplayer
         from spade_envs.registry.catalog import seed_records
 
         table = Table(title="spade seed suite: reference replay")
         for col in ("id", "class", "skill", "wins", "steps"):
             table.add_column(col)
         total = wins_all = 0
-        for rec in track(seed_records(), description="replaying"):
-            env = gym.make(rec.env_id.base)
+        games = [r for r in seed_records() if is_multiplayer(r)]
+        for rec in track([r for r in seed_records() if not is_multiplayer(r)], description="replaying"):
+            env = gym.make(str(rec.env_id))
             wins = steps = 0
             for seed in range(seeds):
                 env.reset(seed=seed)
@@ -41,5 +43,8 @@ def register(app: typer.Typer) -> None:
             total += seeds
             wins_all += wins
             table.add_row(str(rec.env_id), rec.class_name, str(rec.skill), f"{wins}/{seeds}", str(steps))
+        for rec in games:
+            table.add_row(str(rec.env_id), rec.class_name, str(rec.skill), "-", "PettingZoo: spade_envs.make_aec")
         Console().print(table)
-        typer.echo(f"reference solutions won {wins_all}/{total} episodes")
+        typer.echo(f"reference solutions won {wins_all}/{total} episodes "
+                   f"({len(games)} two-player games: `spade eval --suite games`)")
