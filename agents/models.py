@@ -61,14 +61,21 @@ def _is_cached(folder: Path, weights: bool = True) -> bool:
     return not weights or (folder / "config.json").is_file() and any(folder.glob("*.safetensors"))
 
 
-def _publish(tmp: Path, final: Path) -> None:
-    """Move a finished cache folder into place (first writer wins)."""
+def _save_to_cache(final: Path, *parts: Any) -> Path:
+    """Save ``parts`` (models, tokenizers: anything with ``save_pretrained``) into a
+    temporary folder next to ``final``, then move it into place: readers never see a
+    half-written cache, and of two concurrent writers the first wins."""
+    final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=final.parent))
+    for part in parts:
+        part.save_pretrained(tmp)
     os.chmod(tmp, 0o755)
     try:
         os.replace(tmp, final)
     except OSError:  # another process published first (non-empty target)
         shutil.rmtree(tmp, ignore_errors=True)
+    return final
 
 
 def _quiet_transformers() -> None:
@@ -97,12 +104,7 @@ def ensure_default_model() -> Path:
     model.config.quantization_config = None
     if hasattr(model, "hf_quantizer"):
         model.hf_quantizer = None
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=final.parent))
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    _publish(tmp, final)
-    return final
+    return _save_to_cache(final, model, tokenizer)
 
 
 def ensure_tokenizer():
@@ -121,11 +123,7 @@ def ensure_tokenizer():
     if "<|im_end|>" in vocab:
         tokenizer.eos_token = "<|im_end|>"
         tokenizer.pad_token = "<|im_end|>"
-    final = models_dir() / TOKENIZER_DIR
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=final.parent))
-    tokenizer.save_pretrained(tmp)
-    _publish(tmp, final)
+    final = _save_to_cache(models_dir() / TOKENIZER_DIR, tokenizer)
     # reload from the cache: callers get the same object whether or not this was the first call
     return AutoTokenizer.from_pretrained(str(final))
 
@@ -163,13 +161,7 @@ def build_random_llama(final: Path, *, hidden_size: int = 64, num_layers: int = 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = LlamaForCausalLM(config)
-    final = Path(final)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=final.parent))
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    _publish(tmp, final)
-    return final
+    return _save_to_cache(final, model, tokenizer)
 
 
 def model_path(name: str) -> Path:

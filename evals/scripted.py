@@ -2,31 +2,24 @@
 sees the environment's reference solution, so every metric has a known answer.
 
 ``ReferenceAgent`` plays the reference; ``ScriptedAgent(policy)`` plays ``policy(task, reference_actions)``.
-Episodes carry the fields of ``spade_envs.agents.Episode`` that evals read.
+Episodes are ``spade_envs.agents.Episode`` objects without token-level fields.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
+from spade_envs.agents.api import Episode
 from spade_envs.errors import SpadeError
 
 
-@dataclass
-class ScriptedEpisode:
-    task: Any
-    actions: list[str]
-    rewards: list[float]
-    episode_return: float
-    won: bool
-    turns: int
-    terminated: bool
-    truncated: bool
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    error: str | None = None
-    final_state: Any = None
+def _episode(task: Any, actions: list[str], rewards: list[float], ret: float, won: bool, terminated: bool,
+             truncated: bool, messages: list[dict[str, Any]], error: str | None, final_state: Any) -> Episode:
+    """An :class:`Episode` without token-level fields (scripted agents generate no tokens)."""
+    return Episode(task=task, messages=messages, actions=actions, rewards=rewards, episode_return=ret, won=won,
+                   turns=len(actions), terminated=terminated, truncated=truncated, token_ids=[], logprobs=[],
+                   mask=[], error=error, final_state=final_state)
 
 
 Policy = Callable[[Any, Sequence[str]], Sequence[str]]
@@ -38,7 +31,7 @@ class ScriptedAgent:
     def __init__(self, policy: Policy, name: str = "scripted") -> None:
         self.policy, self.name = policy, name
 
-    def play(self, tasks: list[Any], *, progress: bool = False) -> list[ScriptedEpisode]:
+    def play(self, tasks: list[Any], *, progress: bool = False) -> list[Episode]:
         from spade_envs.gym_env import SpadeEnv
 
         out = []
@@ -57,10 +50,10 @@ class ScriptedAgent:
                     if term or trunc:
                         break
                 ret = max(-1.0, min(1.0, rewards[-1])) if rewards else 0.0
-                out.append(ScriptedEpisode(task, actions, rewards, ret, bool(term and ret >= 1.0), len(actions),
-                                           term, trunc, messages, error, env.snapshot()))
+                out.append(_episode(task, actions, rewards, ret, bool(term and ret >= 1.0), term, trunc,
+                                    messages, error, env.snapshot()))
             except SpadeError as exc:
-                out.append(ScriptedEpisode(task, [], [], 0.0, False, 0, False, True, [], str(exc)))
+                out.append(_episode(task, [], [], 0.0, False, False, True, [], str(exc), None))
             finally:
                 env.close()
         return out

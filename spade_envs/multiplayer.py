@@ -54,9 +54,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from .contract import check_text
 from .errors import EnvProgramError
 from .program import parse_source, source_sha256
-from .spaces import MAX_TEXT_CHARS
 
 #: methods every multi-player ``*Env`` class defines
 REQUIRED_METHODS = ("reset", "step", "observe", "current_player", "scripted_action", "solution")
@@ -197,12 +197,8 @@ def check_player(value: Any, num_players: int, where: str = "current_player()") 
     return value
 
 
-def check_game_text(value: Any, where: str) -> str:
-    if not isinstance(value, str):
-        raise EnvProgramError(f"{where} must return a str, got {type(value).__name__}")
-    if len(value) > MAX_TEXT_CHARS:
-        raise EnvProgramError(f"{where} returned {len(value)} characters (limit {MAX_TEXT_CHARS})")
-    return value
+#: text results of games obey the single-player rule (a str of capped length)
+check_game_text = check_text
 
 
 def check_game_reset(result: Any) -> tuple[str, dict]:
