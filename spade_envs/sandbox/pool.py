@@ -173,6 +173,14 @@ def _read_hello(worker: Worker) -> dict | None:
     return None
 
 
+def _has_data(fd: int) -> bool:
+    """Whether a reply pipe holds bytes (or EOF) before any request was sent."""
+    try:
+        return bool(select.select([fd], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True
+
+
 class WorkerPool:
     """A zygote and the live workers (one per open session)."""
 
@@ -238,6 +246,9 @@ class WorkerPool:
         for worker, calls in requests.items():
             replies[worker] = []
             lost[worker] = None
+            if worker.reader.buf or _has_data(worker.rep_r):
+                lost[worker] = self._lost(worker, "crash", 0, "the worker sent data nobody asked for")
+                continue
             try:
                 write_all(worker.req_w, pack(_ENCODER.encode(calls).encode("utf-8", "surrogatepass")))
             except (OSError, ProtocolError, ValueError) as exc:
@@ -270,6 +281,8 @@ class WorkerPool:
                     got_all = True
                 else:
                     got_all = len(got) >= expected
+                if got_all and lost[worker] is None and worker.reader.buf:
+                    lost[worker] = self._lost(worker, "crash", len(got), "the worker sent more replies than calls")
                 if got_all:
                     poller.unregister(fd)
                     del pending[fd], due[fd]
