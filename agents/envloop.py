@@ -30,7 +30,7 @@ class StepOutcome:
 def open_env(task: PlayTask, *, sandbox: bool = False, trust_remote_code: bool = False):
     """A :class:`SpadeEnv` for ``task`` (not yet reset)."""
     from ..gym_env import SpadeEnv
-    from ..runtime import get_runtime
+    from ..trust import get_runtime
 
     runtime = get_runtime() if sandbox and not trust_remote_code else None
     if task.source is not None:

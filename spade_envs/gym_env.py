@@ -17,7 +17,8 @@ import gymnasium as gym
 
 from .actions import solution_to_actions
 from .errors import EnvExecutionError, EnvProgramError, SpadeError
-from .runtime import EnvRuntime, EnvSession, get_runtime
+from .runtime import EnvRuntime, EnvSession
+from .trust import get_runtime
 from .spaces import UnicodeText
 
 
@@ -51,7 +52,7 @@ class SpadeEnv(gym.Env[str, str]):
             source, trusted = record.source, record.trusted
             self.env_id, self.version = record.env_id.base, record.env_id.version
             self.spade_metadata = dict(record.metadata)
-            from .multiplayer import is_multiplayer
+            from .games import is_multiplayer
 
             if is_multiplayer(record):
                 raise EnvProgramError(
