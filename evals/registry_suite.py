@@ -70,7 +70,7 @@ def active_records(multiplayer: bool | None = False) -> list[Any]:
                 records += list(reg.list())
     except ImportError:
         pass
-    from spade_envs.multiplayer import is_multiplayer
+    from spade_envs.games import is_multiplayer
 
     latest: dict[int, Any] = {}
     for rec in records:
