@@ -70,6 +70,13 @@ class SpadePolicy(RestrictingNodeTransformer):
         else:
             super().check_name(node, "x" + name if name.startswith("_") else name)
 
+    def visit_Name(self, node: ast.Name):
+        # reading the module name (``if __name__ == "__main__":`` demo blocks) is fine:
+        # programs run under a module name that is never "__main__", as in SPADE's loader
+        if node.id == "__name__" and isinstance(node.ctx, ast.Load):
+            return node
+        return super().visit_Name(node)
+
     # -- attributes --------------------------------------------------------------------
     def _mangle(self, attr: str) -> str:
         if attr.startswith("__") and not attr.endswith("__") and self._class_stack:
