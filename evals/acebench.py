@@ -289,7 +289,7 @@ def run_acebench(root: str | Path, entries: Sequence[AceEntry], *, backend: Any 
                  trust_remote_code: bool = False, runtime: Any = None, progress: Callable[[int], None] | None = None,
                  max_new_tokens: int = 256) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Score ``backend`` (None: the reference replay) on ``entries``."""
-    from spade_envs.runtime import get_runtime
+    from spade_envs.trust import get_runtime
 
     from .acebench_reference import reference_messages
     from .acebench_score import official_normal_checker

@@ -14,7 +14,7 @@ from spade_envs.evals.acebench_calls import AceCallError, decode_calls, format_m
 from spade_envs.evals.acebench_score import (conversation_accuracy, end_to_end, import_checkout,
                                              process_accuracy, special_ok)
 from spade_envs.evals.acebench_world import UNDECODABLE_REPLY, AceWorld, ScenarioProgram
-from spade_envs.runtime import get_runtime
+from spade_envs.trust import get_runtime
 
 BASE = '''
 class BaseApi:

@@ -11,7 +11,7 @@ import pytest
 
 from spade_envs.evals import acebench as ab
 from spade_envs.evals.acebench_agreement import OfficialEvaluator, check_agreement, perturb
-from spade_envs.runtime import get_runtime
+from spade_envs.trust import get_runtime
 
 
 def _find_root() -> Path | None:

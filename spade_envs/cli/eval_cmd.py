@@ -92,7 +92,7 @@ def _run_acebench(suite: str, agent: str, categories: list[str] | None, limit: i
         from spade_envs.agents import load_backend
 
         backend = load_backend(agent)
-    from spade_envs.runtime import get_runtime
+    from spade_envs.trust import get_runtime
 
     runtime = get_runtime(trust_remote_code=trust)
     bar = _bar(len(entries), "acebench", show)
