@@ -35,15 +35,26 @@ def store_lookup(eid: "EnvId") -> "EnvRecord | None":
     """Look ``eid`` up in the local store under ``SPADE_HOME`` (None when absent).
 
     A quarantined entry raises :class:`~spade_envs.errors.UnknownEnvironmentError` naming
-    the reason. Store records are untrusted (they run in the sandbox)."""
+    the reason. An id that a pull renumbered resolves to the entry's new id when nothing
+    else has it, with a one-time :class:`~.sharing.RenumberedNotice` (also when the id now
+    names the published entry that displaced it). Store records are untrusted (they run
+    in the sandbox)."""
     from ..errors import UnknownEnvironmentError
+    from .sharing import notify
 
     reg = shared_store()
     if reg is None:
         return None
+    target = reg.alias_target(eid)
     try:
-        return reg.get(eid)
+        rec = reg.get(eid)
     except UnknownEnvironmentError as exc:
         if "quarantined" in str(exc):
             raise
-        return None
+        if target is None:
+            return None
+        notify(eid, target, shadowed=False)
+        return reg.get(target)
+    if target is not None:
+        notify(eid, target, shadowed=True)
+    return rec

@@ -84,7 +84,7 @@ def register_store() -> int:
         reg = shared_store()
         if reg is None:
             return 0
-        return register_rows(reg.registration_rows())
+        return register_rows(reg.registration_rows()) + register_rows(reg.alias_rows())
     except (SpadeError, OSError) as exc:
         warnings.warn(f"spade: the local registry store is not used ({exc}); only the seed suite is registered",
                       RuntimeWarning, stacklevel=2)
