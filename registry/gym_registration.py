@@ -16,6 +16,8 @@ of ``spade_envs`` never fails because of the store.
 from __future__ import annotations
 
 import gc
+import os
+import sys
 import warnings
 from collections.abc import Iterable
 
@@ -76,28 +78,66 @@ def register_rows(rows: Iterable[tuple[int, int, int | None]]) -> int:
     return len(specs)
 
 
+#: why the store was left out at the last registration (None when it was used or absent)
+STORE_PROBLEM: str | None = None
+
+
+def _report(message: str) -> None:
+    """One line on stderr through ``warnings`` (no source line); silent inside the ``spade``
+    CLI, which reports an unusable store itself as a one-line error where it matters."""
+    global STORE_PROBLEM
+    STORE_PROBLEM = message
+    if os.path.basename(sys.argv[0] if sys.argv else "") == "spade":
+        return
+    warnings.warn_explicit(message, RuntimeWarning, filename="spade_envs", lineno=0, module="spade_envs")
+
+
 def register_store() -> int:
     """Register the loadable entries of the local store (0 when there is none)."""
     from . import shared_store
 
+    global STORE_PROBLEM
+    STORE_PROBLEM = None
     try:
         reg = shared_store()
         if reg is None:
             return 0
         return register_rows(reg.registration_rows()) + register_rows(reg.alias_rows())
     except (SpadeError, OSError) as exc:
-        warnings.warn(f"spade: the local registry store is not used ({exc}); only the seed suite is registered",
-                      RuntimeWarning, stacklevel=2)
+        _report(f"spade: the local registry store is not used ({exc}); only the seed suite is registered")
         return 0
     except Exception as exc:  # sqlite3 errors on a damaged file: never break `import spade_envs`
-        warnings.warn(f"spade: the local registry store is unreadable ({type(exc).__name__}: {exc}); "
-                      "only the seed suite is registered", RuntimeWarning, stacklevel=2)
+        _report(f"spade: the local registry store is unreadable ({type(exc).__name__}: {exc}); "
+                "only the seed suite is registered")
         return 0
 
 
 def unregister(env_ids: Iterable[EnvId]) -> None:
     for eid in env_ids:
         gym_registry.pop(str(eid), None)
+
+
+def refresh() -> int:
+    """Bring this process's Gymnasium registry in step with the store as it is now:
+    entries added (by this or another process) since the import are registered, removed
+    or quarantined ones unregistered. Returns the number of store ids registered."""
+    from . import forget_connections
+    from .migrations import FIRST_STORE_SEQ
+
+    stale = [k for k, s in gym_registry.items()
+             if getattr(s, "namespace", None) == NAMESPACE and s.entry_point == ENTRY_POINT
+             and (s.kwargs or {}).get("env_id") and _seq_of(s) >= FIRST_STORE_SEQ]
+    for key in stale:
+        del gym_registry[key]
+    forget_connections()
+    return register_store()
+
+
+def _seq_of(spec: EnvSpec) -> int:
+    try:
+        return int(spec.name.split("-", 1)[1])
+    except (AttributeError, IndexError, ValueError):
+        return -1
 
 
 def register_all() -> int:
