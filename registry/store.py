@@ -277,12 +277,9 @@ class Registry:
         """Keep this process's Gymnasium registry in step with the default store."""
         if not env_ids or self.path.resolve() != default_path().resolve():
             return
-        from .gym_registration import register_rows, unregister
+        from .gym_registration import sync
 
-        ids = {(e.seq, e.version) for e in env_ids}
-        rows = [r for r in self.registration_rows() + self.alias_rows() if (r[0], r[1]) in ids]
-        unregister(env_ids)
-        register_rows(rows)
+        sync(self, env_ids)
 
     def _insert(self, conn: sqlite3.Connection, seq: int, version: int, values: dict[str, Any]) -> None:
         now = _now()
@@ -452,6 +449,22 @@ class Registry:
         return self._conn.execute(
             "SELECT seq, version, max_episode_steps FROM envs INDEXED BY envs_registration "
             "WHERE status IN ('active', 'deprecated')").fetchall()
+
+    def registration_rows_of(self, *seqs: int) -> list[tuple[int, int, int | None]]:
+        """:meth:`registration_rows` and :meth:`alias_rows` of these sequence numbers only."""
+        out: list[tuple[int, int, int | None]] = []
+        for seq in seqs:
+            out += self._conn.execute(
+                "SELECT seq, version, max_episode_steps FROM envs INDEXED BY envs_registration "
+                "WHERE status IN ('active', 'deprecated') AND seq = ?", (seq,)).fetchall()
+            out += self._conn.execute(
+                "SELECT old_seq, old_version, NULL FROM aliases WHERE old_seq = ? AND NOT EXISTS "
+                "(SELECT 1 FROM envs WHERE envs.seq = aliases.old_seq)", (seq,)).fetchall()
+        return out
+
+    def size_hint(self) -> int:
+        """An upper bound of the number of rows (O(log n): the largest rowid)."""
+        return int(self._conn.execute("SELECT coalesce(max(rowid), 0) FROM envs").fetchone()[0])
 
     def alias_rows(self) -> list[tuple[int, int, int | None]]:
         """(old seq, old version, None) of aliases whose old sequence number names no
