@@ -16,7 +16,8 @@ A pull merges like rebasing local work on a shared branch:
 - Two different published entries under one id (two registries whose ids collide) are a
   conflict: :class:`~spade_envs.errors.RegistryError`, nothing written.
 - A remote row is never trusted: its acceptance verdicts are dropped (the caller
-  recomputes them with ``accept``; a failure quarantines the entry), a non-seed row
+  recomputes them with ``accept``, which may also return the measured ``tool_specs``;
+  a failure quarantines the entry), a non-seed row
   cannot claim generation 0, and seed-range rows are skipped (seeds come from the
   installed package).
 
@@ -198,6 +199,12 @@ def merge_rows(registry: Any, rows: Iterable[dict[str, Any]], *, repo: str, comm
                 values["acceptance"] = keep_acc[key]
             elif verdict is not None:
                 values["acceptance"] = json.dumps(verdict["stages"], sort_keys=True)
+                if "tool_specs" in verdict:  # measured locally: replaces the dataset's claim
+                    values["tool_specs"] = json.dumps(verdict["tool_specs"], sort_keys=True)
+                    meta = json.loads(values["metadata"])
+                    meta.pop("tool_specs_vary_by_seed", None)
+                    meta.update({k: True for k in ("tool_specs_vary_by_seed",) if verdict.get(k)})
+                    values["metadata"] = json.dumps(meta, sort_keys=True)
                 if not verdict["accepted"]:
                     failed = next((s for s in verdict["stages"] if not s["ok"]), {"name": "?", "detail": ""})
                     values["status"] = "quarantined"

@@ -146,6 +146,7 @@ def test_pull_recomputes_acceptance_and_never_trusts_claims(cli, hub, tmp_path):
     table = pq.read_table(path).to_pylist()
     for row in table:
         row["generation"] = 0
+        row["tool_specs"] = json.dumps([{"type": "function", "function": {"name": "forged"}}])
     pq.write_table(pa.Table.from_pylist(table, schema=pq.read_schema(path)), path)
     from huggingface_hub import HfApi
 
@@ -161,6 +162,7 @@ def test_pull_recomputes_acceptance_and_never_trusts_claims(cli, hub, tmp_path):
     assert all(r.generation >= 1 and r.trusted is False for r in recs.values())
     good = recs["spade/Env-01001-v0"]
     assert good.status == "active" and "forged" not in json.dumps(good.metadata["acceptance"])
+    assert good.metadata["tool_specs"] == []  # measured in the sandbox, not the dataset's claim
     assert {"size_syntax", "solution_replay", "no_leak"} <= {s["name"] for s in good.metadata["acceptance"]}
     assert hub_sync  # the module under test
 

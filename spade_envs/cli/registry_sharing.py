@@ -34,16 +34,22 @@ def _progress(total: int | None, description: str) -> Iterator[Callable[[int], N
 
 def pull_acceptance() -> Callable[[str, str], dict[str, Any]]:
     """``accept(source, name)``: the acceptance pipeline in the sandbox, without the
-    novelty stage (novelty is a designer policy, not a check of the dataset's claims)."""
+    novelty stage (novelty is a designer policy, not a check of the dataset's claims);
+    for an accepted program also its tool specs, read in the sandbox."""
     from ..designer.acceptance import AcceptanceConfig, AcceptancePipeline
     from .registry_cmd import _verdicts
 
     pipeline = AcceptancePipeline(AcceptanceConfig())
 
     def run(source: str, name: str) -> dict[str, Any]:
+        from .registry_cmd import tool_spec_fields
+
         report = pipeline.run(source, filename=name)
-        return {"accepted": bool(report.accepted), "rejected_at": getattr(report, "rejected_at", None),
-                "stages": _verdicts(report)}
+        out = {"accepted": bool(report.accepted), "rejected_at": getattr(report, "rejected_at", None),
+               "stages": _verdicts(report)}
+        if report.accepted:  # the specs are measured here too, not copied from the dataset
+            out.update(tool_spec_fields(source, name, pipeline.runtime))
+        return out
 
     return run
 
