@@ -165,3 +165,22 @@ def test_format_guard_covers_subclasses_and_super(loader):
         assert "__class__" in str(info.value)
     # ordinary formatting still works, subclasses included
     assert run(loader, "class S(str):\n    pass\nreturn S('{} {x}').format(1, x=2) + '{0[0]}'.format([3]), 0.0, True, False, {}") == "1 23"
+
+
+def test_sandbox_import_answers_c_lazy_imports_only():
+    from spade_envs.sandbox.prelude import safe_import
+
+    modules = build_modules()
+    imp = safe_import(modules)
+    # what PyImport_Import (numpy's and datetime's C code) sends: fromlist a list
+    assert imp("numpy._core._methods", {}, {}, [], 0) is None
+    assert imp("time", {}, {}, ["__doc__"], 0) is None
+    # import statements (tuple or empty fromlist) get copies or ImportError
+    assert imp("math", {}, {}, None, 0) is modules["math"]
+    assert imp("collections.abc", {}, {}, None, 0) is modules["collections"]
+    assert imp("__future__", {}, {}, ("annotations",), 0) is modules["__future__"]
+    for name, fromlist in (("os", None), ("os", ("path",)), ("sys", ()), ("numpy.lib", None), ("antigravity", [])):
+        with pytest.raises(ImportError):
+            imp(name, {}, {}, fromlist, 0)
+    with pytest.raises(ImportError):
+        imp("math", {}, {}, None, 1)

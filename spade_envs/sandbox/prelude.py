@@ -21,9 +21,11 @@ The sandbox ``__import__`` hands out only these copies to ``import`` statements 
 the policy has checked at compile time). C code inside numpy and datetime imports its
 helpers lazily through the ``__import__`` of the *calling* frame (``PyImport_Import``
 reads it from the sandboxed globals, then takes the module from ``sys.modules`` itself);
-for those it answers ``None`` after making sure the module is loaded: modules already in
-``sys.modules`` and the few of :data:`LAZY_INTERNAL` (``time``, ``_strptime``). The
-program never sees those modules: its own import statements cannot name them.
+for those (recognised by ``PyImport_Import``'s list ``fromlist``; import statements pass
+``None`` or a tuple) it answers
+``None`` after making sure the module is loaded: modules already in ``sys.modules`` and
+the few of :data:`LAZY_INTERNAL` (``time``, ``_strptime``, loaded when the namespace is
+built). The program never sees those modules: its own import statements cannot name them.
 """
 
 from __future__ import annotations
@@ -199,6 +201,8 @@ def build_modules() -> dict[str, SandboxModule]:
     import __future__
     import decimal
 
+    for lazy in LAZY_INTERNAL:  # loaded now, before the worker is confined
+        importlib.import_module(lazy)
     out["collections"].__dict__["abc"] = out["collections.abc"]
     guards.WRITABLE_CONTAINERS.add(decimal.Context)  # getcontext().prec = 50
     out["__future__"] = _copy_module("__future__", __future__, vetted.ALLOW["__future__"])
@@ -216,7 +220,9 @@ def safe_import(modules: dict[str, SandboxModule]):
         if mod is not None:
             # ``import collections.abc`` binds the top-level copy, which holds the child
             return mod if "." not in name or fromlist else modules[name.partition(".")[0]]
-        if type(name) is str and mod is None:
+        # PyImport_Import (C code) passes a list as fromlist; import statements None or a tuple
+        lazy = type(fromlist) is list
+        if lazy and type(name) is str and mod is None:
             if name in sys.modules:
                 return None
             if name in LAZY_INTERNAL:
