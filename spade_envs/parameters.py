@@ -214,6 +214,8 @@ def _sample_value(spec: dict[str, Any], rng: random.Random, corner: str | None) 
         options = spec["enum"]
         return options[0] if corner == "low" else options[-1] if corner == "high" else rng.choice(options)
     kind = spec.get("type")
+    if isinstance(kind, list):  # e.g. ["integer", "null"]: a nullable knob (null = "from the level")
+        kind = next((k for k in kind if k != "null"), None)
     if kind == "boolean":
         return False if corner == "low" else True if corner == "high" else rng.random() < 0.5
     if kind in ("integer", "number"):
