@@ -155,13 +155,13 @@ class BankLedgerEnv(ToolUseBaseEnv):
         self.max_turns = max(self._turns_asked, self.solution().count("<tool_call>") + 2)
 
     def _prefetched(self):
-        """Difficulty 0: the reference lookups already made, listed under the task."""
+        """Difficulty 0: the reference tool calls already made (and applied), listed under the task."""
         lines = []
         for block in re.findall(r"<tool_call>(.*?)</tool_call>", self.solution(), re.S):
             call = json.loads(block)
             args = ", ".join(f"{k}={v!r}" for k, v in call["arguments"].items())
             lines.append(f"  {call['name']}({args}) -> {getattr(self, 'tool_' + call['name'])(**call['arguments'])}")
-        return "\nThese lookups were already made for you:\n" + "\n".join(lines)
+        return "\nThese tool calls were already made for you (with their results):\n" + "\n".join(lines)
 
     def step(self, action):
         text = str(action)
