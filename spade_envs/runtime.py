@@ -29,6 +29,7 @@ from typing import Any
 from .actions import parse_tool_calls
 from .contract import StepResult, check_reset_result, check_step_result, check_text
 from .errors import EnvExecutionError, EnvProgramError, SpadeError
+from .parameters import resolve_kwargs
 from .program import inspect_program, trusted_prelude
 from .tools import ArgumentValidator, validate_tool_specs
 
@@ -205,6 +206,7 @@ class InProcessRuntime(EnvRuntime):
         import types
 
         info = inspect_program(source, filename)
+        kwargs = resolve_kwargs(source, kwargs, filename)
         # a registered module, as SPADE's loader makes: dataclasses and enum look it up
         module = types.ModuleType(f"spade_env_{info.sha256[:12]}")
         namespace = module.__dict__
