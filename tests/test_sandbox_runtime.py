@@ -7,7 +7,7 @@ import pytest
 
 from spade_envs.actions import solution_to_actions
 from spade_envs.errors import EnvExecutionError, SpadeError
-from spade_envs.multiplayer import is_multiplayer
+from spade_envs.games import is_multiplayer
 from spade_envs.registry.catalog import seed_records
 from spade_envs.runtime import InProcessRuntime
 from spade_envs.sandbox import SandboxRuntime

@@ -117,7 +117,7 @@ def _fresh_process_figures(runs: int = 3) -> dict[str, float]:
 
 
 def run(quick: bool = False) -> dict[str, Any]:
-    from ..multiplayer import is_multiplayer
+    from ..games import is_multiplayer
     from ..registry.catalog import seed_records
     from ..runtime import InProcessRuntime
     from .restricted import RestrictedLoader

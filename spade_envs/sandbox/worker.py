@@ -198,6 +198,9 @@ def _warm_up(loader: Any) -> None:
 def _preload_jail() -> None:
     """Import what :func:`.confine.jail_worker` needs: a worker's uid cannot read most
     of the file system, and its Landlock view holds only what is loaded here."""
+    import _strptime  # noqa: F401  (datetime.strptime imports it lazily: see prelude.LAZY_INTERNAL)
+    import time  # noqa: F401
+
     from . import landlock, syscalls  # noqa: F401
 
     try:
