@@ -89,8 +89,8 @@ import time, sys
 t = time.perf_counter()
 import spade_envs
 t_import = time.perf_counter() - t
-from spade_envs.runtime import get_runtime
-session = get_runtime().open(sys.argv[1])
+from spade_envs.sandbox import SandboxRuntime
+session = SandboxRuntime().open(sys.argv[1])
 session.reset(0)
 session.step("7")
 print(t_import, time.perf_counter() - t)
