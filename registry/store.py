@@ -293,6 +293,19 @@ class Registry:
         self._sync_gym([result.env_id])
         return result
 
+    def find_variant(self, parent: str | EnvId, params: dict[str, Any]) -> EnvId | None:
+        """The id :meth:`add_variant` would return for (``parent``, ``params``) without
+        adding anything: an existing variant, the parent for its defaults, else None."""
+        from .rows import canonical_params
+        from .variants import plan_variant
+
+        plan = plan_variant(self, parent, params)
+        if plan.is_defaults:
+            return plan.root.env_id
+        hit = self._conn.execute("SELECT seq, version FROM envs WHERE parent = ? AND params = ?",
+                                 (plan.parent, canonical_params(plan.params))).fetchone()
+        return None if hit is None else EnvId(hit[0], hit[1])
+
     def variant_rows(self) -> list[tuple[int, int, str]]:
         """(seq, version, params JSON) of every loadable variant; reads only its index."""
         return self._conn.execute(
