@@ -170,10 +170,21 @@ def make_offer(rec: Any, memory: VariantMemory) -> Offer:
                  history=memory.history(pid))
 
 
+def supports_json_schema(backend: Any) -> bool:
+    """Whether ``backend.chat`` takes ``json_schema=``: its ``supports_json_schema``, or,
+    for a wrapper that passes keywords through to ``backend._inner`` (the self-play
+    policy backends), the inner backend's."""
+    own = getattr(backend, "supports_json_schema", None)
+    if own is not None:
+        return bool(own)
+    inner = getattr(backend, "_inner", None)
+    return inner is not None and bool(getattr(inner, "supports_json_schema", False))
+
+
 def _chat(backend: Any, convs: list[list[dict]], schemas: list[dict], *, max_new_tokens: int, temperature: float,
           seed: int) -> tuple[list[Any], bool]:
     """Completions (constrained when the backend supports it) and whether they were."""
-    if getattr(backend, "supports_json_schema", False):
+    if supports_json_schema(backend):
         return backend.chat(convs, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
                             json_schema=schemas), True
     return backend.chat(convs, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed), False
