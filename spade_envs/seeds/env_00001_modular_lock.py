@@ -47,7 +47,7 @@ def _loose_number(text):
     if boxed:
         return boxed.pop() if len(boxed) == 1 else None
     found = re.findall(r"-?\d+", text)
-    return found[-1] if found and len(set(found)) <= 4 else None
+    return found[-1] if found and len(set(found)) <= 6 else None
 
 
 class ModularLockEnv:
