@@ -166,7 +166,9 @@ def merge_rows(registry: Any, rows: Iterable[dict[str, Any]], *, repo: str, comm
         top = max([s for s, _ in local] + [s for s, _ in remote] + [FIRST_STORE_SEQ - 1])
         for seq in sorted({s for s, _ in local} & remote_seqs):
             mine = sorted(v for s, v in local if s == seq)
-            unpub = [v for v in mine if local[(seq, v)][1] is None]
+            # an unpublished entry identical to the remote's under the same id is that entry: it stays
+            unpub = [v for v in mine if local[(seq, v)][1] is None
+                     and not ((seq, v) in remote and local[(seq, v)][0] == _remote_key(remote[(seq, v)]))]
             if not unpub:
                 continue
             if len(unpub) == len(mine):  # a wholly local environment: a new sequence number
