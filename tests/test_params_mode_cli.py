@@ -63,6 +63,7 @@ def test_params_mode_usage_errors(spade_home, capsys, argv, message, code):  # n
     assert got == code and message in err and "Traceback" not in err and out == ""
 
 
+@pytest.mark.slow
 def test_params_mode_end_to_end_tiny_random(spade_home, capsys):  # noqa: F811
     pid = _parent()
     code, out, err = _run(capsys, ["design", "--mode", "params", "--n", "2", "--parent", pid,
