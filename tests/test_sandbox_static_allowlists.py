@@ -184,3 +184,24 @@ def test_sandbox_import_answers_c_lazy_imports_only():
             imp(name, {}, {}, fromlist, 0)
     with pytest.raises(ImportError):
         imp("math", {}, {}, None, 1)
+
+
+def test_copy_of_own_objects_still_works(loader):
+    obs = run(loader, """
+        class P:
+            def __init__(self, v):
+                self.v = [v]
+        class D(dict):
+            pass
+        class L(list):
+            def __deepcopy__(self, memo):
+                return L(['deep'])
+        class Q:
+            def __copy__(self):
+                return 'copied'
+        p = P(1); q = copy.deepcopy(p); q.v.append(2)
+        d = D(a=[1]); e = copy.deepcopy(d); e['a'].append(2)
+        out = [p.v, q.v, type(q).__name__, d, e, type(e).__name__, copy.deepcopy(L([1])), copy.copy(Q()), copy.copy(p).v is p.v]
+        return str(out), 0.0, True, False, {}
+    """)
+    assert obs == "[[1], [1, 2], 'P', {'a': [1]}, {'a': [1, 2]}, 'D', ['deep'], 'copied', True]"

@@ -121,6 +121,30 @@ CHAINS = {
             return 'contained', 0.0, True, False, {}
         osm = getattr(random.Random.shuffle, '__globals__')['_os']
     """),
+    "copy_reduce_ex_instance_dict": ("os", """
+        import fractions
+        class A:
+            pass
+        a = A()
+        a.__dict__['__reduce_ex__'] = lambda p: (
+            lambda: fractions.Fraction, (), (None, {'limit_denominator': lambda *x: 'PWNED'}))
+        copy.copy(a)
+        if fractions.Fraction(1, 3).limit_denominator() != 'PWNED':
+            return 'contained', 0.0, True, False, {}
+        osm = getattr(random.Random.shuffle, '__globals__')['_os']
+    """),
+    "deepcopy_reduce_instance_dict": ("os", """
+        import fractions
+        class A:
+            pass
+        a = A()
+        a.__dict__['__reduce__'] = lambda: (lambda: fractions.Fraction, (), (None, {'__str__': lambda s: 'PWNED'}))
+        a.__dict__['__reduce_ex__'] = a.__dict__['__reduce__'] and (lambda p: a.__dict__['__reduce__']())
+        copy.deepcopy([a])
+        if str(fractions.Fraction(1, 3)) != 'PWNED':
+            return 'contained', 0.0, True, False, {}
+        osm = getattr(random.Random.shuffle, '__globals__')['_os']
+    """),
     "numpy_array_interface_getattr": ("os", """
         blob = b'RAWMEMORY-PROBE-' * 4
         class Mem:

@@ -317,7 +317,38 @@ class _Blocked:
         raise SandboxViolation(f"deleting '{self.name}' is not allowed in the sandbox")
 
 
-_BLOCKERS = {name: _Blocked(name) for name in ARRAY_PROTOCOL}
+#: protocol methods library code (``copy``) looks up on the *instance*: on own classes
+#: they are always the class's, never an entry the program put in an instance ``__dict__``
+CLASS_ONLY = ("__reduce_ex__", "__reduce__", "__getstate__", "__setstate__")
+
+
+class _ClassOnly:
+    """A data descriptor that resolves ``name`` along the class's MRO, skipping the
+    instance ``__dict__`` (where ``self.__dict__["__reduce_ex__"] = f`` would otherwise
+    hand ``copy`` a reduction that calls setattr on anything)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        owner = type(obj) if owner is None else owner
+        for klass in owner.__mro__:
+            value = klass.__dict__.get(self.name)
+            if value is not None and type(value) is not _ClassOnly:
+                return value.__get__(obj, owner) if hasattr(value, "__get__") else value
+        raise AttributeError(self.name)
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        raise SandboxViolation(f"setting '{self.name}' is not allowed in the sandbox")
+
+    def __delete__(self, obj: Any) -> None:
+        raise SandboxViolation(f"deleting '{self.name}' is not allowed in the sandbox")
+
+
+_BLOCKERS: dict[str, Any] = {name: _Blocked(name) for name in ARRAY_PROTOCOL}
+_BLOCKERS.update({name: _ClassOnly(name) for name in CLASS_ONLY})
 
 
 def _seal(cls: type) -> None:
