@@ -39,6 +39,8 @@ GLOSSARY: dict[str, str] = {
     "tool_specs_vary_by_seed": "true when `reset(seed)` changes the tool set; `tool_specs` then holds seed 0's",
     "parameters": "JSON Schema of the constructor keyword arguments (the program's PARAMETERS), or null",
     "published_in": "the dataset repo the entry was first published in (ids there are permanent)",
+    "parent": "a variant's parent, `spade/Env-NNNNN-vK` (its program is the parent's `source`); null otherwise",
+    "params": "JSON object: a variant's fixed constructor kwargs (valid under the parent's PARAMETERS); `{}` otherwise",
 }
 
 

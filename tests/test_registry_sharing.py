@@ -186,7 +186,8 @@ def test_export_has_tool_specs_of_every_tool_row_and_parameters(cli, tmp_path):
 
     tool_seed = next(r for r in seed_records() if "ToolUseBaseEnv" in r.source)
     mine = tool_seed.source.replace(tool_seed.class_name, "Mine" + tool_seed.class_name)
-    mine = "PARAMETERS = {'type': 'object', 'properties': {'max_turns': {'type': 'integer', 'default': 5}}}\n" + mine
+    # appended: the seeds declare PARAMETERS of their own, and the last assignment is the program's
+    mine = mine + "\nPARAMETERS = {'type': 'object', 'properties': {'max_turns': {'type': 'integer', 'default': 5}}}\n"
     added = cli("a", "registry", "add", _write(tmp_path, "tool.py", mine), "--json")["added"][0]
     shown = cli("a", "registry", "show", added["id"], "--json")
     assert shown["metadata"]["tool_specs"] and shown["metadata"]["parameters"]["properties"]["max_turns"]
