@@ -94,6 +94,25 @@ def _run_acebench(agent: str, categories: list[str] | None, limit: int | None, d
     return rows, summary, {"data": str(root)}
 
 
+def output_problem(folder: Path) -> str | None:
+    """Why the report cannot be written under ``folder`` (None when it can): the folder
+    must be a directory or creatable, under a writable existing ancestor."""
+    import os
+
+    if folder.exists() and not folder.is_dir():
+        return f"--out {folder} is a file; give a folder for the report"
+    probe = folder
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        return f"--out {folder}: {probe} is a file, so the report folder cannot be created"
+    if probe.exists() and not os.access(probe, os.W_OK | os.X_OK):
+        return f"--out {folder}: {probe} is not writable"
+    return None
+
+
 def register(app: typer.Typer) -> None:
     @app.command("eval")
     def eval_cmd(
@@ -122,6 +141,18 @@ def register(app: typer.Typer) -> None:
 
         if suite not in SUITES:
             raise fail(f"unknown suite '{suite}'; choose one of: {', '.join(SUITES)}", 2)
+        # checked before any work: a bad agent or output folder is one line, no progress bar
+        from spade_envs.agents import parse_spec
+        from spade_envs.errors import AgentError
+
+        try:
+            parse_spec(agent)
+        except AgentError as exc:
+            raise fail(str(exc), 2) from None
+        folder = out or Path("spade-eval") / re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{suite}__{agent}")
+        problem = output_problem(folder)
+        if problem:
+            raise fail(problem, 2)
         cats = [c for item in category for c in item.split(",") if c] or None
         if suite == "registry":
             rows, summary, extra = _run_registry(agent, split, limit, seeds, generation, skill, tag, progress,
@@ -137,7 +168,6 @@ def register(app: typer.Typer) -> None:
         options = {"category": cats, "limit": limit, "split": split, "seeds": seeds, "generation": generation,
                    "skill": skill, "tags": tag}
         results = build_results(suite, agent, rows, summary, options=options, **extra)
-        folder = out or Path("spade-eval") / re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{suite}__{agent}")
         paths = write_report(results, folder)
         if as_json:
             typer.echo(json.dumps({**results, "report": paths}, default=str))
