@@ -106,7 +106,15 @@ class AcceptancePipeline(StageChecks):
 
     # -- driver ------------------------------------------------------------------------
     def run(self, source: Any, filename: str = "<env>") -> AcceptanceReport:
-        """Run every stage on ``source``; the report lists the stages that ran."""
+        """Run every stage on ``source``; a source with ``PARAMETERS`` is judged at its
+        defaults and at sampled valid points (:mod:`.stage_parameters`)."""
+        from .stage_parameters import check_parameters
+
+        return check_parameters(self.config, source, filename, lambda config, src, name: AcceptancePipeline(
+            config, runtime=self._runtime, trust_remote_code=self._trust)._run_once(src, name))
+
+    def _run_once(self, source: Any, filename: str = "<env>") -> AcceptanceReport:
+        """One pass of the stages at one point; games take their own stages."""
         if is_multiplayer_source(source):
             return GameAcceptance(self.config, runtime=self._runtime, trust_remote_code=self._trust).run(source, filename)
         return super().run(source, filename)

@@ -43,7 +43,9 @@ StepTuple = tuple[str, float, bool, bool, dict]
 
 class SpadeEnv(gym.Env[str, str]):
     """A spade environment. Make it with ``gym.make("spade/Env-00001")``, or directly
-    from a source with ``SpadeEnv(source=text)``."""
+    from a source with ``SpadeEnv(source=text)``. Other keyword arguments are the
+    program's parameters (its ``PARAMETERS`` schema), e.g. ``gym.make(id, difficulty=0)``;
+    an invalid one raises :class:`~spade_envs.parameters.InvalidParametersError`."""
 
     metadata = {"render_modes": ["ansi"], "render_fps": 1}
 
@@ -60,6 +62,7 @@ class SpadeEnv(gym.Env[str, str]):
         env_kwargs: dict[str, Any] | None = None,
         opponent: Any = "scripted",
         seat: int = 0,
+        **kwargs: Any,
     ) -> None:
         if (env_id is None) == (source is None):
             raise ValueError("give exactly one of env_id= or source=")
@@ -83,19 +86,22 @@ class SpadeEnv(gym.Env[str, str]):
         self._init_args = {"env_id": env_id if env_id is None else self.env_id, "version": self.version,
                            "source": None if env_id is not None else source, "hint": hint,
                            "trust_remote_code": trust_remote_code, "render_mode": render_mode,
-                           "env_kwargs": dict(env_kwargs or {}), "opponent": opponent, "seat": seat}
+                           "env_kwargs": {**(env_kwargs or {}), **kwargs}, "opponent": opponent, "seat": seat}
         self.render_mode = render_mode
         self.observation_space = UnicodeText()
         self.action_space = UnicodeText()
         self.use_hint = hint
         self.is_game = game
         self._runtime = runtime or get_runtime(trusted=trusted, trust_remote_code=trust_remote_code)
+        # the program's own parameters: gym.make(id, difficulty=3) or env_kwargs={...};
+        # the runtime validates them against the program's PARAMETERS (spade_envs.parameters)
+        env_kwargs = self.env_kwargs = {**(env_kwargs or {}), **kwargs}
         filename = self.spade_metadata.get("file", "<env>")
         if game:
             self._session: EnvSession = _open_game_view(source, self._runtime, env_kwargs, filename, opponent, seat)
         else:
             self._session = self._runtime.open(source, kwargs=env_kwargs, filename=filename)
-        self._max_turns = (env_kwargs or {}).get("max_turns", _default_max_turns(source))
+        self._max_turns = env_kwargs.get("max_turns", _default_max_turns(source))
         self._log = EpisodeLog()
         self._last_obs = ""
         self._first_obs = ""

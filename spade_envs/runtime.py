@@ -29,6 +29,7 @@ from typing import Any
 from .actions import parse_tool_calls
 from .contract import StepResult, check_reset_result, check_step_result, check_text
 from .errors import EnvExecutionError, EnvProgramError, SpadeError
+from .parameters import resolve_kwargs
 from .program import inspect_program, trusted_prelude
 from .tools import ArgumentValidator, validate_tool_specs
 
@@ -201,9 +202,16 @@ class InProcessRuntime(EnvRuntime):
     """Runs programs with the real interpreter: trusted code only."""
 
     def open(self, source: str, *, kwargs: dict[str, Any] | None = None, filename: str = "<env>") -> EnvSession:
+        import sys
+        import types
+
         info = inspect_program(source, filename)
-        namespace = trusted_prelude()
-        namespace["__name__"] = f"spade_env_{info.sha256[:12]}"
+        kwargs = resolve_kwargs(source, kwargs, filename)
+        # a registered module, as SPADE's loader makes: dataclasses and enum look it up
+        module = types.ModuleType(f"spade_env_{info.sha256[:12]}")
+        namespace = module.__dict__
+        namespace.update(trusted_prelude())
+        sys.modules[module.__name__] = module
         try:
             code = compile(source, filename, "exec", dont_inherit=True)
             exec(code, namespace)  # noqa: S102 - trusted by contract of this class
