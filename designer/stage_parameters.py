@@ -29,7 +29,6 @@ from typing import Any
 from spade_envs.errors import SpadeError
 from spade_envs.parameters import check_schema, defaults, read_parameters, sample_points, validate_kwargs
 
-from .acceptance_multiplayer import MultiPlayerReport
 from .verdicts import AcceptanceReport, StageVerdict
 
 #: sampled valid points checked besides the defaults
@@ -37,32 +36,29 @@ POINTS = 2
 STAGE = "parameters"
 
 
-def _accepted(report: AcceptanceReport, base: type) -> bool:
+def _accepted(report: AcceptanceReport) -> bool:
     inner = [s for s in report.stages if s.name != STAGE]
     own = [s for s in report.stages if s.name == STAGE]
-    return bool(own) and all(s.ok for s in own) and base.accepted.fget(SimpleNamespace(stages=inner))
+    plain = SimpleNamespace(stages=inner, expected=report.expected)
+    return bool(own) and all(s.ok for s in own) and AcceptanceReport.accepted.fget(plain)
 
 
 class ParametricReport(AcceptanceReport):
-    """A report whose last verdict is ``parameters``."""
+    """A report (single-player or game: ``expected`` says which stages) whose last verdict
+    is ``parameters``."""
 
     @property
     def accepted(self) -> bool:  # type: ignore[override]
-        return _accepted(self, AcceptanceReport)
+        return _accepted(self)
 
 
-class ParametricMultiPlayerReport(MultiPlayerReport):
-    """A multi-player report whose last verdict is ``parameters``."""
-
-    @property
-    def accepted(self) -> bool:  # type: ignore[override]
-        return _accepted(self, MultiPlayerReport)
+#: games use the same class (their report differs only in ``expected``)
+ParametricMultiPlayerReport = ParametricReport
 
 
 def _as_parametric(report: AcceptanceReport) -> AcceptanceReport:
-    cls = ParametricMultiPlayerReport if isinstance(report, MultiPlayerReport) else ParametricReport
     fields = {f.name: getattr(report, f.name) for f in dataclasses.fields(report)}
-    return cls(**fields)
+    return ParametricReport(**fields)
 
 
 def _short(point: dict[str, Any]) -> str:
