@@ -37,7 +37,7 @@ def test_bare_spade_prints_usage_not_an_empty_error():
 def test_a_bad_agent_fails_before_any_progress_bar(agent, needle):
     proc = run("eval", "--suite", "registry", "--agent", agent, "--limit", "1")
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert proc.returncode == 2 and len(lines) == 1 and needle in lines[0], proc.stderr
+    assert proc.returncode == 1 and len(lines) == 1 and needle in lines[0], proc.stderr
     assert "scoring" not in proc.stderr and not proc.stdout
 
 

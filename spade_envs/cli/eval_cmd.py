@@ -41,12 +41,12 @@ def _run_registry(agent: str, split: str | None, limit: int | None, seeds: int, 
         from spade_envs.errors import SpadeError
 
         raise SpadeError("no environment matches the selection (see `spade registry list`)")
+    opts = {} if agent.startswith("replay:") else {"max_new_tokens": max_new_tokens}
+    runner = _registry_agent(agent, **opts)  # a bad agent fails here, before the progress bar
     bar = _bar(len(records) * seeds, "scoring", show)
     try:
-        opts = {} if agent.startswith("replay:") else {"max_new_tokens": max_new_tokens}
         tasks = rs.make_tasks(records, range(seeds), max_turns=max_turns)
-        rows, summary = rs.run_registry_suite(_registry_agent(agent, **opts), records, tasks=tasks, progress=show,
-                                              on_scored=bar.update)
+        rows, summary = rs.run_registry_suite(runner, records, tasks=tasks, progress=show, on_scored=bar.update)
     finally:
         bar.close()
     return rows, summary, {"registry_revision": summary.get("registry_revision")}
@@ -58,10 +58,13 @@ def _run_bfcl(agent: str, categories: list[str] | None, limit: int | None, agree
     from spade_envs.evals.bfcl_agents import make_bfcl_agent
 
     entries = bfcl.load_entries(categories, limit)
+    bars: list[Any] = []
+    opts = {} if agent.startswith("replay:") else {"max_new_tokens": max_new_tokens,
+                                                   "progress": lambda n=1: bars[0].update(n)}
+    runner = make_bfcl_agent(agent, **opts)  # a bad agent fails here, before the progress bar
     bar = _bar(len(entries), "bfcl", show)
+    bars.append(bar)
     try:
-        opts = {} if agent.startswith("replay:") else {"max_new_tokens": max_new_tokens, "progress": bar.update}
-        runner = make_bfcl_agent(agent, **opts)
         if agent.startswith("replay:"):
             rows, summary = bfcl.run_suite(runner, entries, agreement=agreement, progress=bar.update)
         else:
@@ -164,14 +167,8 @@ def register(app: typer.Typer) -> None:
 
         if suite not in SUITES:
             raise fail(f"unknown suite '{suite}'; choose one of: {', '.join(SUITES)}", 2)
-        # checked before any work: a bad agent or output folder is one line, no progress bar
-        from spade_envs.agents import parse_spec
-        from spade_envs.errors import AgentError
-
-        try:
-            parse_spec(agent)
-        except AgentError as exc:
-            raise fail(str(exc), 2) from None
+        # checked before any work: a bad output folder is one line; every suite builds its
+        # agent before it draws a progress bar, so a bad --agent is one line too
         folder = out or Path("spade-eval") / re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{suite}__{agent}")
         problem = output_problem(folder)
         if problem:
