@@ -23,7 +23,6 @@ import dataclasses
 import json
 import time
 from collections.abc import Callable
-from types import SimpleNamespace
 from typing import Any
 
 from spade_envs.errors import SpadeError
@@ -36,24 +35,16 @@ POINTS = 2
 STAGE = "parameters"
 
 
-def _accepted(report: AcceptanceReport) -> bool:
-    inner = [s for s in report.stages if s.name != STAGE]
-    own = [s for s in report.stages if s.name == STAGE]
-    plain = SimpleNamespace(stages=inner, expected=report.expected)
-    return bool(own) and all(s.ok for s in own) and AcceptanceReport.accepted.fget(plain)
-
-
 class ParametricReport(AcceptanceReport):
-    """A report (single-player or game: ``expected`` says which stages) whose last verdict
-    is ``parameters``."""
+    """A report whose last verdict is ``parameters``: accepted when that verdict is ok
+    and the ordinary stages (single-player or game) all ran and passed."""
 
     @property
     def accepted(self) -> bool:  # type: ignore[override]
-        return _accepted(self)
-
-
-#: games use the same class (their report differs only in ``expected``)
-ParametricMultiPlayerReport = ParametricReport
+        inner = [s for s in self.stages if s.name != STAGE]
+        own = [s for s in self.stages if s.name == STAGE]
+        return (bool(own) and all(s.ok for s in own) and [s.name for s in inner] == list(self.expected)
+                and all(s.ok for s in inner))
 
 
 def _as_parametric(report: AcceptanceReport) -> AcceptanceReport:

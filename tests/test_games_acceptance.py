@@ -88,9 +88,7 @@ def test_hidden_information_game_that_hides_nothing_is_rejected(trusted):
 
 
 def test_raising_game_and_garbage_source_get_verdicts(trusted):
-    raising = NIM.replace("    def reset(self, seed=None):\n", "    def reset(self, seed=None):\n        raise ValueError('boom')\n")
-    assert raising != NIM
-    stage, detail = _reject(trusted, raising)
+    stage, detail = _reject(trusted, NIM.replace("    def reset(self, seed=None):\n", "    def reset(self, seed=None):\n        raise ValueError('boom')\n", 1))
     assert stage == "compile" and "boom" in detail
     assert _reject(trusted, "def broken(:\n")[0] == "size_syntax"
 
@@ -105,8 +103,8 @@ def test_the_one_pipeline_routes_games_to_the_game_stages():
     pipeline = AcceptancePipeline(AcceptanceConfig(seeds=(4, 5)), trust_remote_code=True)
     report = pipeline.run(NIM, "nim.py")
     assert report.accepted, report.summary()
-    names = [s.name for s in report.stages]  # the seed declares PARAMETERS: judged at sampled points too
-    assert names[: len(GAME_STAGES)] == list(GAME_STAGES) and names[len(GAME_STAGES):] in ([], ["parameters"])
+    # a game with PARAMETERS (the seeds have ladders) ends with the parameters verdict
+    assert [s.name for s in report.stages if s.name != "parameters"] == list(GAME_STAGES)
     assert report.to_json()["multiplayer"] is True
     single = pipeline.run(resolve("spade/Env-00001").source, "lock.py")
     assert single.accepted and "multiplayer" not in single.to_json()
