@@ -65,7 +65,7 @@ def play_single(agent: Any, jobs: list[tuple[str, int, int]], max_turns: int) ->
 
 def play_games(backend: Any, jobs: list[tuple[str, int, int]], max_new_tokens: int) -> dict[tuple[str, int], list[bool]]:
     from spade_envs.evals.games import GameRunner, MatchSpec
-    from spade_envs.multiplayer_runtime import open_game
+    from spade_envs.games import open_game
 
     levels: dict[int, int] = {}
 

@@ -41,12 +41,12 @@ def _run_registry(agent: str, split: str | None, limit: int | None, seeds: int, 
         from spade_envs.errors import SpadeError
 
         raise SpadeError("no environment matches the selection (see `spade registry list`)")
+    opts = {} if agent.startswith("replay:") else {"max_new_tokens": max_new_tokens}
+    runner = _registry_agent(agent, **opts)  # a bad agent fails here, before the progress bar
     bar = _bar(len(records) * seeds, "scoring", show)
     try:
-        opts = {} if agent.startswith("replay:") else {"max_new_tokens": max_new_tokens}
         tasks = rs.make_tasks(records, range(seeds), max_turns=max_turns)
-        rows, summary = rs.run_registry_suite(_registry_agent(agent, **opts), records, tasks=tasks, progress=show,
-                                              on_scored=bar.update)
+        rows, summary = rs.run_registry_suite(runner, records, tasks=tasks, progress=show, on_scored=bar.update)
     finally:
         bar.close()
     return rows, summary, {"registry_revision": summary.get("registry_revision")}
@@ -58,10 +58,13 @@ def _run_bfcl(agent: str, categories: list[str] | None, limit: int | None, agree
     from spade_envs.evals.bfcl_agents import make_bfcl_agent
 
     entries = bfcl.load_entries(categories, limit)
+    bars: list[Any] = []
+    opts = {} if agent.startswith("replay:") else {"max_new_tokens": max_new_tokens,
+                                                   "progress": lambda n=1: bars[0].update(n)}
+    runner = make_bfcl_agent(agent, **opts)  # a bad agent fails here, before the progress bar
     bar = _bar(len(entries), "bfcl", show)
+    bars.append(bar)
     try:
-        opts = {} if agent.startswith("replay:") else {"max_new_tokens": max_new_tokens, "progress": bar.update}
-        runner = make_bfcl_agent(agent, **opts)
         if agent.startswith("replay:"):
             rows, summary = bfcl.run_suite(runner, entries, agreement=agreement, progress=bar.update)
         else:
@@ -115,6 +118,25 @@ def _run_acebench(suite: str, agent: str, categories: list[str] | None, limit: i
                            "runtime": "in-process (--trust-remote-code)" if trust else "sandbox"}
 
 
+def output_problem(folder: Path) -> str | None:
+    """Why the report cannot be written under ``folder`` (None when it can): the folder
+    must be a directory or creatable, under a writable existing ancestor."""
+    import os
+
+    if folder.exists() and not folder.is_dir():
+        return f"--out {folder} is a file; give a folder for the report"
+    probe = folder
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        return f"--out {folder}: {probe} is a file, so the report folder cannot be created"
+    if probe.exists() and not os.access(probe, os.W_OK | os.X_OK):
+        return f"--out {folder}: {probe} is not writable"
+    return None
+
+
 def register(app: typer.Typer) -> None:
     @app.command("eval")
     def eval_cmd(
@@ -145,6 +167,12 @@ def register(app: typer.Typer) -> None:
 
         if suite not in SUITES:
             raise fail(f"unknown suite '{suite}'; choose one of: {', '.join(SUITES)}", 2)
+        # checked before any work: a bad output folder is one line; every suite builds its
+        # agent before it draws a progress bar, so a bad --agent is one line too
+        folder = out or Path("spade-eval") / re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{suite}__{agent}")
+        problem = output_problem(folder)
+        if problem:
+            raise fail(problem, 2)
         cats = [c for item in category for c in item.split(",") if c] or None
         if suite == "registry":
             rows, summary, extra = _run_registry(agent, split, limit, seeds, generation, skill, tag, progress,
@@ -161,7 +189,6 @@ def register(app: typer.Typer) -> None:
         options = {"category": cats, "limit": limit, "split": split, "seeds": seeds, "generation": generation,
                    "skill": skill, "tags": tag}
         results = build_results(suite, agent, rows, summary, options=options, **extra)
-        folder = out or Path("spade-eval") / re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{suite}__{agent}")
         paths = write_report(results, folder)
         if suite.startswith("acebench"):
             from spade_envs.evals.acebench import write_acebench_layout

@@ -23,7 +23,24 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        typer.echo(f"spade-envs {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """spade-envs: a Gymnasium registry of LLM-synthesized environments."""
 
 #: command modules, each with a ``register(app)`` function
 COMMAND_MODULES = [
@@ -79,7 +96,10 @@ def main(argv: list[str] | None = None) -> int:
         typer.echo("spade: aborted", err=True)
         return 130
     except _USAGE as exc:
-        typer.echo(f"spade: usage error: {exc.format_message()}", err=True)
+        message = exc.format_message().strip()
+        if not message:  # a bare command or group: click printed its usage already
+            return 0
+        typer.echo(f"spade: usage error: {message}", err=True)
         return 2
     except _CLICK as exc:
         typer.echo(f"spade: error: {exc.format_message()}", err=True)

@@ -6,6 +6,9 @@ without it the command prints that one line and exits 1. See docs/serve_openenv.
 
 from __future__ import annotations
 
+import errno
+import socket
+
 import typer
 
 
@@ -35,8 +38,44 @@ def register(app: typer.Typer) -> None:
                                                 idle_timeout=idle_timeout or None, sandbox_all=sandbox_all)
         except IntegrationError as exc:
             raise fail(str(exc)) from None
+        sock = bind(host, port)  # bind first: a busy port is one line, before any announcement
         import uvicorn
 
         typer.echo(f"spade: serving OpenEnv on http://{host}:{port} (ws://{host}:{port}/ws), "
                    f"max {max_sessions} sessions", err=True)
-        uvicorn.run(app_, host=host, port=port, log_level="warning")
+        server = uvicorn.Server(uvicorn.Config(app_, log_level="warning"))
+        try:
+            server.run(sockets=[sock])
+        finally:
+            sock.close()
+
+
+def bind(host: str, port: int) -> "socket.socket":
+    """A listening TCP socket on ``host:port``; a busy or forbidden address is one error line."""
+    from .main import fail
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        reason = "the port is already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
+        raise fail(f"cannot listen on {host}:{port}: {reason} (pick another with --port)") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def main() -> None:
+    """``server`` console script (OpenEnv's ``uv run server``): ``spade serve`` with its options."""
+    import sys
+
+    from .main import main as spade_main
+
+    sys.exit(spade_main(["serve", *sys.argv[1:]]))

@@ -11,10 +11,19 @@ supplies the environment class and its Pydantic types, so any OpenEnv client dri
   closed by OpenEnv's reaper (it checks every ``max(timeout/4, 5)`` s).
 - ``POST /reset``, ``POST /step``: OpenEnv's stateless HTTP endpoints (a fresh instance per
   request: useful for probing, not for playing); ``GET /health``, ``/schema``, ``/metadata``.
+- Errors are answers, not crashes: over HTTP a bad request gets a 4xx JSON body
+  ``{"detail": message, "error": class}`` (404 unknown id, 409 ``step`` without an episode
+  (HTTP is stateless: play over ``/ws``), 422 a malformed action, 400 any other refusal);
+  over the WebSocket an error message. A client refused at capacity reads OpenEnv's
+  ``CAPACITY_REACHED`` error as the answer to its first message (openenv-core 0.3.0 sends
+  it and closes before the client has asked anything, so clients saw only a closed
+  connection; :class:`_DeliverRefusal` holds the refusal until the client's first message).
 
 Observations are :class:`SpadeObservation`: ``text`` (the observation), ``tools`` (OpenAI
-specs of the episode), ``env_id``, ``terminated``/``truncated``, plus OpenEnv's ``reward``
-and ``done``. Environment code runs as everywhere else: the shipped seed suite in-process,
+specs of the episode), ``messages`` (after ``reset``: the environment's opening
+conversation, ``SpadeEnv.messages()``, the same prompt ``spade eval`` and the TRL adapter
+use), ``env_id``, ``terminated``/``truncated``, ``info`` (the step's info: ``turn``,
+``truncated_by`` ...), plus OpenEnv's ``reward`` and ``done``. Environment code runs as everywhere else: the shipped seed suite in-process,
 anything else in the sandbox (``sandbox_all=True`` sandboxes the seeds too); a program that
 fails ends its episode with an error observation, it never takes the server down.
 
@@ -74,6 +83,9 @@ class SpadeObservation(Observation):
     terminated: bool = False
     truncated: bool = False
     error: str | None = Field(default=None, description="environment failure verdict, if any")
+    messages: list[dict[str, str]] = Field(default_factory=list,
+                                           description="after reset: the opening messages (system prompt, first observation)")
+    info: dict[str, Any] = Field(default_factory=dict, description="the step's info (turn, truncated_by, ...)")
 
 
 class SpadeState(State):
@@ -82,6 +94,17 @@ class SpadeState(State):
     episode_return: float = 0.0
     terminated: bool = False
     truncated: bool = False
+
+
+class NoEpisodeError(IntegrationError):
+    """``step`` in a session without a running episode."""
+
+
+def _plain(info: dict[str, Any]) -> dict[str, Any]:
+    from ..runtime import jsonable
+
+    out = jsonable({k: v for k, v in info.items() if k not in ("tools", "messages")})
+    return out if isinstance(out, dict) else {}
 
 
 class SpadeOpenEnv(Environment):
@@ -127,13 +150,14 @@ class SpadeOpenEnv(Environment):
             self._env = env
             self._state = SpadeState(episode_id=episode_id or str(uuid.uuid4()), step_count=0, env_id=key, seed=seed)
             return SpadeObservation(text=text, tools=list(info.get("tools") or []), env_id=key, seed=seed,
-                                    reward=0.0, done=False)
+                                    reward=0.0, done=False, messages=list(info.get("messages") or []))
 
     def step(self, action: SpadeAction, timeout_s: float | None = None, **kwargs: Any) -> SpadeObservation:
         with self._lock:
             self._check_open()
             if self._env is None:
-                raise IntegrationError("reset() first: no episode is running in this session")
+                raise NoEpisodeError("reset() first: no episode is running in this session (the HTTP /step "
+                                     "endpoint is stateless: play an episode over the WebSocket /ws)")
             st = self._state
             if st.terminated or st.truncated:
                 return SpadeObservation(text="The episode is over; reset() to play again.", env_id=st.env_id,
@@ -145,7 +169,7 @@ class SpadeOpenEnv(Environment):
                 "terminated": bool(terminated), "truncated": bool(truncated)})
             return SpadeObservation(text=text, env_id=st.env_id, seed=st.seed, reward=float(reward),
                                     done=bool(terminated or truncated), terminated=bool(terminated),
-                                    truncated=bool(truncated), error=info.get("error"),
+                                    truncated=bool(truncated), error=info.get("error"), info=_plain(info),
                                     tools=list(self._env.tools) if not (terminated or truncated) else [])
 
     @property
@@ -202,8 +226,60 @@ def create_server(*, default_env: str = DEFAULT_ENV, envs: Iterable[str] | None 
     cls = environment_class(default_env, envs, sandbox_all)
     config = ConcurrencyConfig(max_concurrent_envs=max_sessions, session_timeout=idle_timeout)
     app = create_app(cls, SpadeAction, SpadeObservation, env_name="spade-envs", concurrency_config=config)
+    app.add_exception_handler(SpadeError, _spade_error_response)
     app.add_middleware(_QuietDisconnect)
+    app.add_middleware(_DeliverRefusal)
     return app
+
+
+def http_status(exc: BaseException) -> int:
+    """The HTTP status of a refusal: 404 unknown id, 409 no episode, 422 bad action, else 400."""
+    from ..episode import InvalidActionError
+    from ..errors import InvalidEnvIdError, UnknownEnvironmentError
+
+    if isinstance(exc, (UnknownEnvironmentError, InvalidEnvIdError)):
+        return 404
+    if isinstance(exc, NoEpisodeError):
+        return 409
+    if isinstance(exc, InvalidActionError):
+        return 422
+    return 400
+
+
+async def _spade_error_response(request: Any, exc: Exception) -> Any:
+    from starlette.responses import JSONResponse
+
+    return JSONResponse({"detail": str(exc), "error": type(exc).__name__}, status_code=http_status(exc))
+
+
+class _DeliverRefusal:
+    """Hold OpenEnv's ``CAPACITY_REACHED`` refusal until the client's first message, so
+    the client reads it as the answer (openenv-core 0.3.0 sends it right after the
+    handshake and closes; the client's first send then fails on a closed connection)."""
+
+    WAIT_S = 30.0
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "websocket":
+            await self.app(scope, receive, send)
+            return
+        import asyncio
+
+        async def deliver(message: dict) -> None:
+            text = message.get("text") if message.get("type") == "websocket.send" else None
+            if isinstance(text, str) and '"CAPACITY_REACHED"' in text:
+                try:  # the client's first message (or its disconnect) comes before the refusal
+                    incoming = await asyncio.wait_for(receive(), timeout=self.WAIT_S)
+                except asyncio.TimeoutError:
+                    incoming = {}
+                if incoming.get("type") == "websocket.disconnect":
+                    return
+            await send(message)
+
+        await self.app(scope, receive, deliver)
 
 
 class _QuietDisconnect:

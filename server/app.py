@@ -1,0 +1,28 @@
+"""OpenEnv deployment entry point of this repository (``openenv.yaml``: ``server.app:app``).
+
+OpenEnv's tools (``openenv validate``, ``openenv build``, ``uv run server``) expect an
+environment directory with ``server/app.py`` holding the FastAPI ``app`` and a ``main()``.
+Both are the package's own server (:func:`spade_envs.integrations.openenv_server.create_server`,
+the same one ``spade serve`` runs); ``main`` is ``spade serve`` with the given options.
+
+    uvicorn server.app:app --host 0.0.0.0 --port 8000     # all registry environments
+    python -m server.app --port 8000                      # = spade serve --port 8000
+"""
+
+from __future__ import annotations
+
+from spade_envs.cli import serve as _serve
+from spade_envs.integrations.openenv_server import create_server
+
+app = create_server()
+
+
+def main() -> None:
+    """``spade serve`` with the command line's options (``--host``, ``--port``, ...)."""
+    _serve.main()
+
+
+__all__ = ["app", "main"]
+
+if __name__ == "__main__":
+    main()
