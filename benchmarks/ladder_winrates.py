@@ -65,7 +65,7 @@ def play_single(agent: Any, jobs: list[tuple[str, int, int]], max_turns: int) ->
 
 def play_games(backend: Any, jobs: list[tuple[str, int, int]], max_new_tokens: int) -> dict[tuple[str, int], list[bool]]:
     from spade_envs.evals.games import GameRunner, MatchSpec
-    from spade_envs.multiplayer_runtime import open_game
+    from spade_envs.games import open_game
 
     levels: dict[int, int] = {}
 
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from spade_envs.agents import load_agent
-    from spade_envs.multiplayer import is_multiplayer
+    from spade_envs.games import is_multiplayer
 
     agent = load_agent(args.agent, max_new_tokens=args.max_new_tokens)
     rows = []

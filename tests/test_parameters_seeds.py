@@ -10,8 +10,8 @@ from gymnasium.utils.env_checker import check_env
 
 import spade_envs  # noqa: F401  (registers spade/ ids)
 from spade_envs.designer.acceptance import AcceptanceConfig, validate_source
-from spade_envs.multiplayer import is_multiplayer
-from spade_envs.multiplayer_runtime import open_game
+from spade_envs.games import is_multiplayer
+from spade_envs.games import open_game
 from spade_envs.parameters import InvalidParametersError, defaults, sample_points, schema_of
 from spade_envs.registry.catalog import seed_records
 
@@ -81,6 +81,10 @@ def test_each_game_level_opens_and_plays_its_scripted_moves(rec) -> None:
             done, steps = terminated or truncated, steps + 1
         assert done, f"{_id(rec)} level {level} does not end"
         game.close()
+        view = gym.make(f"{rec.env_id.base}-v0", difficulty=level)  # the single-agent view vs a built-in opponent
+        assert view.spec.kwargs["difficulty"] == level
+        view.reset(seed=0)
+        view.close()
     env = spade_envs.make_aec(rec.env_id.base, difficulty=0)
     env.reset(seed=0)
     env.close()
