@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from gymnasium.envs.registration import EnvSpec
 
 from ..errors import SpadeError
-from .catalog import EnvRecord, seed_records
+from .catalog import EnvRecord, seed_files, seed_records
 from .gym_lazy import EAGER_MAX, active, install
 from .ids import NAMESPACE, EnvId
 
@@ -72,6 +72,18 @@ def register_records(records: Iterable[EnvRecord]) -> int:
             gym_registry()[spec.id] = spec
             n += 1
     return n
+
+
+def register_seeds() -> int:
+    """Register the seed suite without parsing it: a seed's spec needs only its sequence
+    number and, when its METADATA sets one, ``max_episode_steps`` (only then is it parsed)."""
+    rows = []
+    for seq, _, source in seed_files():
+        steps = None
+        if "max_episode_steps" in source:
+            steps = next(r for r in seed_records() if r.env_id.seq == seq).metadata.get("max_episode_steps")
+        rows.append((seq, 0, steps))
+    return register_rows(rows)
 
 
 def register_rows(rows: Iterable[tuple[int, int, int | None]]) -> int:
@@ -188,7 +200,7 @@ def register_all() -> int:
     import time
 
     global LAST_REGISTRATION_S
-    n = register_records(seed_records())
+    n = register_seeds()
     t0 = time.perf_counter()
     n += register_store()
     LAST_REGISTRATION_S = time.perf_counter() - t0
