@@ -15,6 +15,11 @@ Contract:
 - ``latest`` = the highest *active* version, else the highest *deprecated* one;
   quarantined versions are never resolved.
 - Everything in the store is untrusted (``EnvRecord.trusted`` is False): it runs sandboxed.
+- Sharing with a Hub dataset (merge on pull, publication marks, aliases of renumbered
+  ids, removal of unpublished entries) lives in :mod:`.sharing`; a write to the default
+  store re-registers exactly the ids it touched in this process's Gymnasium registry.
+- A store that cannot be written (read-only home, locked file) raises
+  :class:`RegistryError` naming the file, never sqlite's ``OperationalError``.
 """
 
 from __future__ import annotations
@@ -294,35 +299,6 @@ class Registry:
             f"INSERT INTO envs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
             (seq, version, *values.values()),
         )
-
-    def import_rows(self, rows: Iterable[dict[str, Any]]) -> dict[str, int]:
-        """Insert rows that carry their own ``seq``/``version`` (a Hub pull), in one
-        transaction. Rows already present with the same sha256 are skipped; a row whose
-        id or source is stored differently is a conflict and nothing is written."""
-        counts = {"added": 0, "unchanged": 0, "seeds": 0}
-        added: list[EnvId] = []
-        with self.transaction() as conn:
-            for r in rows:
-                seq, version = int(r["seq"]), int(r["version"])
-                values = row_values(**{k: v for k, v in r.items() if k not in ("seq", "version")})
-                if seq < FIRST_STORE_SEQ:
-                    counts["seeds"] += 1  # the seed suite comes from the installed package
-                    continue
-                hit = conn.execute("SELECT sha256 FROM envs WHERE seq = ? AND version = ?", (seq, version)).fetchone()
-                if hit and hit[0] == values["sha256"]:
-                    counts["unchanged"] += 1
-                    continue
-                other = conn.execute("SELECT seq, version FROM envs WHERE sha256 = ?", (values["sha256"],)).fetchone()
-                if hit or other:
-                    where = EnvId(seq, version) if hit else EnvId(*other)
-                    raise RegistryError(
-                        f"conflict: {EnvId(seq, version)} differs from the local store ({where}); "
-                        "pull into a fresh SPADE_HOME or remove the local entry")
-                self._insert(conn, seq, version, values)
-                counts["added"] += 1
-                added.append(EnvId(seq, version))
-        self._sync_gym(added)
-        return counts
 
     # -- sharing (merge on pull, publication, aliases, removal: see .sharing) ----------
     def remove(self, env_id: str | EnvId) -> list[EnvId]:
