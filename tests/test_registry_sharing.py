@@ -238,3 +238,14 @@ def test_refresh_and_list_envs_in_a_running_process(tmp_path, spade_home):  # no
     Registry.open().remove("spade/Env-01000")
     spade_envs.refresh()
     assert "spade/Env-01000-v0" not in gym.registry
+
+
+def test_two_published_registries_with_colliding_ids_conflict(cli, hub, tmp_path):
+    cli("a", "registry", "add", _write(tmp_path, "x.py", playable_source(1)), "--json")
+    cli("a", "registry", "push", "team/one", "--json")
+    cli("b", "registry", "add", _write(tmp_path, "y.py", playable_source(2)), "--json")
+    cli("b", "registry", "push", "team/two", "--json")
+    before = _state(tmp_path, "a")
+    _, err = cli("a", "registry", "pull", "team/two", code=1)
+    assert "conflict" in err and "separate SPADE_HOME" in err and err.count("\n") == 1
+    assert _state(tmp_path, "a") == before  # nothing written
