@@ -58,8 +58,8 @@ def list_envs(*, skill: str | None = None, generation: int | None = None, status
 
 
 def make_aec(env_id: str, **kwargs):
-    """PettingZoo AEC environment for a multi-player game (see spade_envs.multiagent)."""
-    from .multiagent import make_aec as _make_aec
+    """PettingZoo AEC environment for a multi-player game (see spade_envs.games)."""
+    from .games import make_aec as _make_aec
 
     return _make_aec(env_id, **kwargs)
 
