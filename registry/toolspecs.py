@@ -26,7 +26,7 @@ def collect_tool_specs(source: str, runtime: Any, *, filename: str = "<env>",
                        seeds: tuple[int, ...] = SPEC_SEEDS) -> tuple[list[dict[str, Any]], bool]:
     """``(specs of seeds[0], specs vary by seed)``; ``([], False)`` for a text-only
     program or one that cannot be opened (acceptance reports why, not this)."""
-    from ..multiplayer import is_multiplayer_source
+    from ..games.format import is_multiplayer_source
 
     if is_multiplayer_source(source):
         return [], False
@@ -54,7 +54,7 @@ def collect_tool_specs(source: str, runtime: Any, *, filename: str = "<env>",
 
 @functools.lru_cache(maxsize=None)
 def _seed_specs(seq: int) -> tuple[str, bool]:
-    from ..runtime import get_runtime
+    from ..trust import get_runtime
     from .catalog import seed_records
 
     rec = next(r for r in seed_records() if r.env_id.seq == seq)

@@ -186,7 +186,7 @@ def test_export_has_tool_specs_of_every_tool_row_and_parameters(cli, tmp_path):
 
     tool_seed = next(r for r in seed_records() if "ToolUseBaseEnv" in r.source)
     mine = tool_seed.source.replace(tool_seed.class_name, "Mine" + tool_seed.class_name)
-    mine = "PARAMETERS = {'type': 'object', 'properties': {'max_turns': {'type': 'integer', 'default': 5}}}\n" + mine
+    mine += "\nPARAMETERS = {'type': 'object', 'properties': {'max_turns': {'type': 'integer', 'default': 5}}}\n"
     added = cli("a", "registry", "add", _write(tmp_path, "tool.py", mine), "--json")["added"][0]
     shown = cli("a", "registry", "show", added["id"], "--json")
     assert shown["metadata"]["tool_specs"] and shown["metadata"]["parameters"]["properties"]["max_turns"]
@@ -199,7 +199,11 @@ def test_export_has_tool_specs_of_every_tool_row_and_parameters(cli, tmp_path):
     assert varying and varying <= {r["seq"] for r in tool_rows}  # said so where specs vary by seed
     row = next(r for r in rows if r["env_id"] == f"{added['id']}-v0")
     assert json.loads(row["parameters"])["properties"]["max_turns"]["default"] == 5
-    assert all(r["parameters"] is None for r in rows if r is not row)
+    from spade_envs.registry.toolspecs import read_parameters
+
+    assert all((json.loads(r["parameters"]) if r["parameters"] else None) == read_parameters(r["source"]) for r in rows)
+    assert any(r["parameters"] for r in rows if r["generation"] == 0) or not any(
+        read_parameters(r["source"]) for r in rows if r["generation"] == 0)
     card = (tmp_path / "ds" / "README.md").read_text()
     assert "license: mit" in card and "REPO" not in card and 'load_dataset("team/x"' in card
     for column in rows[0]:
