@@ -161,7 +161,12 @@ def sync(reg: object, env_ids: list[EnvId]) -> None:
         lazy.forget({e.seq for e in env_ids})
         return
     unregister(env_ids)
-    register_rows(reg.registration_rows_of(*{e.seq for e in env_ids}))  # type: ignore[attr-defined]
+    seqs = {e.seq for e in env_ids}
+    if len(seqs) > 1000:  # a bulk write (a pull): one scan of the covering index beats many lookups
+        rows = [r for r in reg.registration_rows() + reg.alias_rows() if r[0] in seqs]  # type: ignore[attr-defined]
+    else:
+        rows = reg.registration_rows_of(*seqs)  # type: ignore[attr-defined]
+    register_rows(rows)
 
 
 def refresh() -> int:
