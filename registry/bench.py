@@ -15,6 +15,9 @@ Figures (each from a fresh subprocess, best of a few runs; ``n_envs`` = 1,000,00
 - ``import_and_first_make_s`` (everything) and ``import_and_make_excluding_worker_s``
   (import + first-make imports + a make with the sandbox running: the registry's share),
   held against ``target_import_and_make_s`` = 1.0;
+- ``two_entry_store_import_and_make_excluding_worker_s``: the same with a 2-entry store,
+  measured in the same run, and ``store_size_overhead_s``: what the large store adds
+  (on a busy machine the absolute figures move; this difference is the registry's part);
 - ``trusted_import_and_make_s``: the same with ``trust_remote_code=True`` (no sandbox);
 - ``gym_register_loop_{n}_s`` at two sizes, ``gym_register_loop_{n_envs}_extrapolated_s``
   fitted as ``a*n^2 + b*n`` (each ``gym.register`` scans the registry), and
@@ -134,6 +137,11 @@ def run(quick: bool = False, n: int | None = None) -> dict[str, Any]:
     runs = 2 if quick else 3
     sandboxed = _best(_IMPORT_AND_MAKE.format(seq=last, seq2=last - 1, trust=False), env, runs)
     trusted = _best(_IMPORT_AND_MAKE.format(seq=last, seq2=last - 1, trust=True), env, runs)
+    small_home = Path(tempfile.gettempdir()) / "spade-bench-registry-2"
+    small_last = build_store(2, small_home)
+    small = _best(_IMPORT_AND_MAKE.format(seq=small_last, seq2=small_last - 1, trust=False),
+                  {**env, "SPADE_HOME": str(small_home)}, runs)
+    small_share = small["import_s"] + small["make_imports_s"] + small["make2_s"]
     loop = {k: float(_python(_LOOP.format(n=k), env)) for k in sizes}
     (n1, t1), (n2, t2) = loop.items()
     # t = a n^2 + b n through both points
@@ -159,6 +167,8 @@ def run(quick: bool = False, n: int | None = None) -> dict[str, Any]:
         "target_import_and_make_s": 1.0,
         "meets_target_excluding_worker": registry_share <= 1.0,
         "meets_target_including_worker": total <= 1.0,
+        "two_entry_store_import_and_make_excluding_worker_s": small_share,
+        "store_size_overhead_s": registry_share - small_share,
         "trusted_import_and_make_s": trusted["import_s"] + trusted["make_imports_s"] + trusted["make_s"],
         **{f"gym_register_loop_{k}_s": v for k, v in loop.items()},
         f"gym_register_loop_{n}_extrapolated_s": extrapolated,
