@@ -11,6 +11,14 @@ Options: ``device`` (default cuda if available), ``dtype`` (``float32``), ``batc
 differ too much; "auto" = 1.3 on CPU, off on GPU), ``prefix_sliding=(P, W)`` to decode with the Prefix
 Sliding cache (``spade_envs.agents.prefix_sliding.PrefixSlidingCache``; ``P=None`` makes
 the prompt the prefix), ``model=``/``tokenizer=`` to wrap objects already loaded.
+``chat``/``generate`` take ``json_schema=`` (one schema, or a list aligned with the
+prompts, None for a free row) to sample only JSON valid under it (:mod:`.constrained`;
+``supports_json_schema`` says a backend does).
+
+Multi-turn reuse: ``generate(prompts, session=backend.new_session(), keys=[...])`` keeps
+one batched KV cache across turns (:mod:`.kv_session`): each turn only the tokens a row's
+prompt adds are encoded, and the prefix every row shares is encoded once. Constrained
+(``json_schema``) calls do not use a session.
 """
 
 from __future__ import annotations
@@ -20,12 +28,14 @@ from typing import Any
 from ..errors import AgentError
 from .api import Backend, Generation
 from .chat import encode, render
+from .kv_session import DecodeSession, common_prefix_len
 
 
 class TransformersBackend(Backend):
     """A Hugging Face causal LM behind the :class:`Backend` interface (token level)."""
 
     token_level = True
+    supports_json_schema = True
 
     def __init__(
         self,
@@ -82,12 +92,18 @@ class TransformersBackend(Backend):
         max_new_tokens: int = 256,
         temperature: float = 0.6,
         seed: int | None = None,
+        json_schema: dict[str, Any] | list[dict[str, Any] | None] | None = None,
     ) -> list[Generation]:
         prompts = []
         for i, messages in enumerate(conversations):
             text = render(self.tokenizer, messages, tools[i] if tools else None, add_generation_prompt=True)
             prompts.append(encode(self.tokenizer, text))
-        return self.generate(prompts, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
+        return self.generate(prompts, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
+                             json_schema=json_schema)
+
+    def new_session(self) -> DecodeSession:
+        """State for reusing the KV cache across the turns of a batch of episodes."""
+        return DecodeSession()
 
     def generate(
         self,
@@ -96,17 +112,31 @@ class TransformersBackend(Backend):
         max_new_tokens: int = 256,
         temperature: float = 0.6,
         seed: int | None = None,
+        json_schema: dict[str, Any] | list[dict[str, Any] | None] | None = None,
+        session: DecodeSession | None = None,
+        keys: list[Any] | None = None,
     ) -> list[Generation]:
         import torch
 
+        constraints: list[Any] = [None] * len(prompts)
+        if json_schema is not None:
+            from .constrained import constraints_for
+
+            constraints = constraints_for(self.tokenizer, json_schema, len(prompts), self.stop_ids)
         generator = None
         if seed is not None and temperature > 0:
             generator = torch.Generator(device=self.device).manual_seed(int(seed))
+        if (session is not None and keys is not None and len(keys) == len(prompts) and prompts and json_schema is None
+                and len(prompts) <= self.batch_size and self.prefix_sliding is None):
+            if any(len(p) == 0 for p in prompts):
+                raise AgentError("cannot generate from an empty prompt")
+            return self._generate_session(session, list(keys), prompts, max_new_tokens, temperature, generator)
         # group similar lengths together to waste less padding, keep the caller's order
         order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
         out: list[Generation | None] = [None] * len(prompts)
         for chunk in self._chunks(order, [len(p) for p in prompts]):
-            gens = self._generate_batch([prompts[i] for i in chunk], max_new_tokens, temperature, generator)
+            gens = self._generate_batch([prompts[i] for i in chunk], max_new_tokens, temperature, generator,
+                                        [constraints[i] for i in chunk])
             for i, gen in zip(chunk, gens):
                 out[i] = gen
         return [g for g in out if g is not None]
@@ -137,7 +167,8 @@ class TransformersBackend(Backend):
         prefix_len, window = self.prefix_sliding
         return PrefixSlidingCache(window, prefix_len, config=self.model.config)
 
-    def _generate_batch(self, prompts: list[list[int]], max_new_tokens: int, temperature: float, generator) -> list[Generation]:
+    def _generate_batch(self, prompts: list[list[int]], max_new_tokens: int, temperature: float, generator,
+                        constraints: list[Any] | None = None) -> list[Generation]:
         import torch
 
         if any(len(p) == 0 for p in prompts):
@@ -167,6 +198,10 @@ class TransformersBackend(Backend):
             ).logits[:, -1, :].float()
             last_pos = positions[:, -1:]
             for step in range(max_new_tokens):
+                if constraints is not None and any(c is not None for c in constraints):
+                    for r, row in enumerate(live.tolist()):  # sample from the schema-valid tokens only
+                        if constraints[row] is not None:
+                            constraints[row].mask_row(tokens[row], logits[r])
                 if temperature > 0:
                     logp_all = torch.log_softmax(logits / temperature, dim=-1)
                     nxt = torch.multinomial(logp_all.exp(), 1, generator=generator).squeeze(-1)
@@ -194,6 +229,96 @@ class TransformersBackend(Backend):
                     input_ids=nxt[:, None], attention_mask=attn, position_ids=last_pos,
                     past_key_values=cache, use_cache=True,
                 ).logits[:, -1, :].float()
+        return self._pack(prompts, tokens, logps, finish)
+
+    def _start_session(self, session: DecodeSession, keys: list[Any], prompts: list[list[int]]) -> list[list[int]]:
+        """A fresh cache holding the prompts' shared prefix (encoded once); the tails."""
+        import torch
+
+        n = len(prompts)
+        shared = min(common_prefix_len(prompts), min(len(p) for p in prompts) - 1)
+        session.cache = self._make_cache()
+        session.keys, session.stats["rebuilds"] = keys, session.stats["rebuilds"] + 1
+        session.attn = torch.zeros((n, 0), dtype=torch.long, device=self.device)
+        session.last_pos = torch.full((n, 1), -1, dtype=torch.long, device=self.device)
+        if shared > 0:
+            ids = torch.tensor([prompts[0][:shared]], dtype=torch.long, device=self.device)
+            with torch.inference_mode():
+                self.model(input_ids=ids, position_ids=torch.arange(shared, device=self.device)[None],
+                           past_key_values=session.cache, use_cache=True, logits_to_keep=1)
+            if n > 1:
+                session.cache.batch_repeat_interleave(n)
+            session.attn = torch.ones((n, shared), dtype=torch.long, device=self.device)
+            session.last_pos += shared
+            session.stats["encoded_tokens"] += shared
+            session.stats["reused_tokens"] += shared * (n - 1)
+        session.consumed = [list(p[:shared]) for p in prompts]
+        return [p[shared:] for p in prompts]
+
+    def _generate_session(self, session: DecodeSession, keys: list[Any], prompts: list[list[int]],
+                          max_new_tokens: int, temperature: float, generator) -> list[Generation]:
+        import torch
+
+        if session.matches(keys, prompts):
+            session.keep(keys)
+            tails = [p[len(c):] for p, c in zip(prompts, session.consumed)]
+            session.stats["reused_tokens"] += sum(len(c) for c in session.consumed)
+        else:
+            tails = self._start_session(session, keys, prompts)
+        n, width = len(prompts), max(len(t) for t in tails)
+        if self.max_positions is not None:
+            longest = max(len(p) for p in prompts)
+            max_new_tokens = max(0, min(max_new_tokens, self.max_positions - longest))
+        ids = torch.full((n, width), self.pad_id, dtype=torch.long)
+        new_attn = torch.zeros((n, width), dtype=torch.long)
+        offsets = torch.zeros((n, width), dtype=torch.long)
+        for row, t in enumerate(tails):
+            ids[row, width - len(t):] = torch.tensor(t, dtype=torch.long)
+            new_attn[row, width - len(t):] = 1
+            offsets[row, width - len(t):] = torch.arange(1, len(t) + 1)
+            session.consumed[row].extend(t)
+        ids, new_attn, offsets = ids.to(self.device), new_attn.to(self.device), offsets.to(self.device)
+        positions = (session.last_pos + offsets).clamp(min=0)
+        session.attn = torch.cat([session.attn, new_attn], dim=-1)
+        session.last_pos = session.last_pos + new_attn.sum(-1, keepdim=True)
+        session.stats["encoded_tokens"] += sum(len(t) for t in tails)
+        tokens: list[list[int]] = [[] for _ in range(n)]
+        logps: list[list[float]] = [[] for _ in range(n)]
+        finish = ["length"] * n
+        with torch.inference_mode():
+            logits = self.model(input_ids=ids, attention_mask=session.attn, position_ids=positions,
+                                past_key_values=session.cache, use_cache=True, logits_to_keep=1).logits[:, -1, :].float()
+            live = torch.ones(n, dtype=torch.bool, device=self.device)
+            for step in range(max_new_tokens):
+                if temperature > 0:
+                    logp_all = torch.log_softmax(logits / temperature, dim=-1)
+                    nxt = torch.multinomial(logp_all.exp(), 1, generator=generator).squeeze(-1)
+                else:
+                    logp_all = torch.log_softmax(logits, dim=-1)
+                    nxt = logp_all.argmax(dim=-1)
+                chosen = logp_all.gather(-1, nxt[:, None]).squeeze(-1)
+                stopped = torch.isin(nxt, self._stop)
+                for row, (tok, lp, st, alive) in enumerate(zip(nxt.tolist(), chosen.tolist(), stopped.tolist(),
+                                                               live.tolist())):
+                    if alive:
+                        tokens[row].append(tok)
+                        logps[row].append(lp)
+                        if st:
+                            finish[row] = "stop"
+                feed = live.clone()  # rows whose sampled token goes into the cache now
+                live = live & ~stopped
+                if step == max_new_tokens - 1 or not bool(live.any()):
+                    break
+                # a row that just stopped keeps its stop token for the next turn's tail
+                feed = feed & live
+                step_ids = torch.where(feed, nxt, torch.full_like(nxt, self.pad_id))
+                session.attn = torch.cat([session.attn, feed.long()[:, None]], dim=-1)
+                session.last_pos = session.last_pos + feed.long()[:, None]
+                for row in feed.nonzero().squeeze(-1).tolist():
+                    session.consumed[row].append(tokens[row][-1])
+                logits = self.model(input_ids=step_ids[:, None], attention_mask=session.attn,
+                                    position_ids=session.last_pos.clamp(min=0), past_key_values=session.cache,
+                                    use_cache=True).logits[:, -1, :].float()
         return self._pack(prompts, tokens, logps, finish)
 
     def _pack(self, prompts, tokens, logps, finish) -> list[Generation]:

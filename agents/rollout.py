@@ -56,7 +56,9 @@ class LLMAgent(Agent):
     Options: ``max_new_tokens`` per turn (256), ``temperature`` (0.6; 0 = greedy),
     ``seed`` (sampling seed of the first round; later rounds use seed + round),
     ``sandbox`` (run registered environments in the sandbox too), ``trust_remote_code``
-    (run task sources in-process), ``system_prompt``.
+    (run task sources in-process), ``system_prompt``, ``reuse_cache`` (True: a
+    token-level backend that offers ``new_session()`` keeps each episode's KV cache across
+    its turns and encodes the shared prompt prefix once; False re-encodes every turn).
     """
 
     def __init__(
@@ -70,6 +72,7 @@ class LLMAgent(Agent):
         sandbox: bool = False,
         trust_remote_code: bool = False,
         system_prompt: str = chat.SYSTEM_PROMPT,
+        reuse_cache: bool = True,
     ) -> None:
         self.backend = backend
         self.name = name or backend.name
@@ -78,6 +81,8 @@ class LLMAgent(Agent):
         self.seed = seed
         self.env_options = {"sandbox": sandbox, "trust_remote_code": trust_remote_code}
         self.system_prompt = system_prompt
+        self.reuse_cache = bool(reuse_cache)
+        self._session: Any = None
         self.last_timings: dict[str, float] = {}
         tokenizer = backend.tokenizer
         self.token_level = bool(backend.token_level and tokenizer is not None)
@@ -117,6 +122,8 @@ class LLMAgent(Agent):
                 text = chat.render(self.backend.tokenizer, messages, tools, add_generation_prompt=True)
                 live.extend(chat.encode(self.backend.tokenizer, text), None, model=False)
             lives.append(live)
+        reuse = self.reuse_cache and self.token_level and hasattr(self.backend, "new_session")
+        self._session = self.backend.new_session() if reuse else None
         round_no = 0
         while True:
             active = [(i, lv) for i, lv in enumerate(lives) if lv is not None and not lv.done]
@@ -143,6 +150,9 @@ class LLMAgent(Agent):
                     bar.update(1)
             round_no += 1
         bar.close()
+        if self._session is not None:
+            timings.update({k: float(v) for k, v in self._session.stats.items()})
+        self._session = None  # frees the cache
         wall = time.perf_counter() - t0
         timings["wall_s"] = wall
         timings["other_s"] = max(0.0, wall - timings["generation_s"] - timings["environment_s"])
@@ -154,6 +164,8 @@ class LLMAgent(Agent):
         seed = None if self.seed is None else self.seed + round_no
         opts = {"max_new_tokens": self.max_new_tokens, "temperature": self.temperature, "seed": seed}
         if self.token_level:
+            if self._session is not None:
+                opts.update(session=self._session, keys=[id(lv) for lv in lives])
             return self.backend.generate([lv.token_ids for lv in lives], **opts)
         return self.backend.chat([lv.messages for lv in lives], tools=[lv.tools for lv in lives], **opts)
 

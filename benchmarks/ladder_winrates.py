@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from spade_envs.agents import load_agent
-    from spade_envs.multiplayer import is_multiplayer
+    from spade_envs.games import is_multiplayer
 
     agent = load_agent(args.agent, max_new_tokens=args.max_new_tokens)
     rows = []

@@ -17,6 +17,7 @@ of ``spade_envs`` never fails because of the store.
 from __future__ import annotations
 
 import gc
+import json
 import os
 import sys
 import warnings
@@ -47,7 +48,8 @@ def spec_for(record: EnvRecord) -> EnvSpec:
         id=str(record.env_id),
         entry_point=ENTRY_POINT,
         max_episode_steps=int(max_steps) if max_steps else None,
-        kwargs={"env_id": record.env_id.base, "version": record.env_id.version},
+        # a variant's fixed kwargs ride in the spec: gym.make(variant) needs none
+        kwargs={"env_id": record.env_id.base, "version": record.env_id.version, **record.params},
     )
 
 
@@ -113,6 +115,18 @@ def _report(message: str) -> None:
     warnings.warn_explicit(message, RuntimeWarning, filename="spade_envs", lineno=0, module="spade_envs")
 
 
+def register_variant_rows(rows: Iterable[tuple[int, int, str | None]]) -> int:
+    """Give registered store variants, as (seq, version, params JSON), their fixed kwargs
+    in ``spec.kwargs`` (so ``gym.make`` of a variant needs none)."""
+    n = 0
+    for seq, version, params in rows:
+        spec = gym_registry().get(f"{NAMESPACE}/Env-{seq:05d}-v{version}")
+        if spec is not None and params:
+            spec.kwargs = {"env_id": f"{NAMESPACE}/Env-{seq:05d}", "version": version, **json.loads(params)}
+            n += 1
+    return n
+
+
 def register_store() -> int:
     """Register the loadable entries of the local store (0 when there is none)."""
     from . import shared_store
@@ -126,7 +140,9 @@ def register_store() -> int:
         if reg.size_hint() > EAGER_MAX:
             install(_load_seq)
             return 0
-        return register_rows(reg.registration_rows()) + register_rows(reg.alias_rows())
+        n = register_rows(reg.registration_rows()) + register_rows(reg.alias_rows())
+        register_variant_rows(reg.variant_rows())
+        return n
     except (SpadeError, OSError) as exc:
         _report(f"spade: the local registry store is not used ({exc}); only the seed suite is registered")
         return 0
@@ -142,7 +158,14 @@ def _load_seq(seq: int) -> list[EnvSpec]:
 
     try:
         reg = shared_store()
-        return [] if reg is None else [_fast_spec(*row) for row in reg.registration_rows_of(seq)]
+        if reg is None:
+            return []
+        specs = [_fast_spec(*row) for row in reg.registration_rows_of(seq)]
+        params = {f"{NAMESPACE}/Env-{s:05d}-v{v}": p for s, v, p in reg.variant_rows(seq)}
+        for spec in specs:
+            if params.get(spec.id):
+                spec.kwargs = {**spec.kwargs, **json.loads(params[spec.id])}
+        return specs
     except Exception:  # noqa: BLE001 - a lookup must never raise out of gym.make's dict access
         return []
 
@@ -167,6 +190,7 @@ def sync(reg: object, env_ids: list[EnvId]) -> None:
     else:
         rows = reg.registration_rows_of(*seqs)  # type: ignore[attr-defined]
     register_rows(rows)
+    register_variant_rows(reg.variant_rows(*seqs))  # type: ignore[attr-defined]
 
 
 def refresh() -> int:

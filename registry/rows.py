@@ -7,7 +7,9 @@ program's ``METADATA`` merged with caller metadata), acceptance (JSON list of st
 verdicts), regret, win_rate_hint, win_rate_plain, max_episode_steps, origin
 (``local`` or ``hub:REPO@COMMIT``), created_at, updated_at; published (``REPO@COMMIT``
 where the entry was first pushed or pulled from; NULL = never published: a pull may
-renumber it) and parameters (the ``PARAMETERS`` JSON Schema, read statically).
+renumber it) and parameters (the ``PARAMETERS`` JSON Schema, read statically); for a
+*variant* also parent (the full id of the program it fixes kwargs of) and params
+(canonical JSON object of those kwargs; NULL for ordinary entries).
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ def row_values(*, source: str, filename: str = "<env>", generation: int | None =
                win_rate_hint: float | None = None, win_rate_plain: float | None = None,
                max_episode_steps: int | None = None, origin: str = "local", created_at: str | None = None,
                updated_at: str | None = None, tags: Any = None, published: str | None = None,
+               parent: str | None = None, params: Any = None,
                **_ignored: Any) -> dict[str, Any]:
     """Column values for one entry. Parses ``source`` (raising
     :class:`~spade_envs.errors.EnvProgramError` when it is not a program) for its class
@@ -98,6 +101,7 @@ def row_values(*, source: str, filename: str = "<env>", generation: int | None =
         "updated_at": updated_at,
         "published": published,
         "parameters": _parameters_json(source),
+        **variant_columns(parent, params),
     }
 
 
@@ -110,6 +114,30 @@ def _parameters_json(source: str) -> str | None:
     return None if schema is None else json.dumps(schema, sort_keys=True)
 
 
+def canonical_params(params: Any) -> str:
+    """The stored form of a variant's kwargs: compact JSON, keys sorted (dedup key)."""
+    if isinstance(params, str):
+        params = json.loads(params) if params else {}
+    if not isinstance(params, dict):
+        raise RegistryError(f"variant params must be a JSON object, got {type(params).__name__}")
+    return json.dumps(params, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def content_key(sha256: str, parent: str | None = None, params: Any = None) -> str:
+    """What makes two entries the same: the source for an ordinary entry; the source,
+    parent and params for a variant (variants share their parent's source)."""
+    if not parent:
+        return sha256
+    return f"{sha256}|{parent}|{canonical_params(params)}"
+
+
+def variant_columns(parent: str | None, params: Any) -> dict[str, Any]:
+    """``parent``/``params`` column values: both NULL for an ordinary entry."""
+    if not parent:
+        return {"parent": None, "params": None}
+    return {"parent": str(parent), "params": canonical_params(params)}
+
+
 def record_from_row(row: dict[str, Any]) -> EnvRecord:
     """An untrusted :class:`EnvRecord` from a joined ``envs``/``sources`` row."""
     meta = json.loads(row["metadata"] or "{}")
@@ -117,6 +145,9 @@ def record_from_row(row: dict[str, Any]) -> EnvRecord:
     meta.update({k: json.loads(row[k] or "[]") for k in _JSON})
     if row.get("max_episode_steps") is not None:
         meta["max_episode_steps"] = row["max_episode_steps"]
+    parent = row.get("parent")
+    params = json.loads(row["params"]) if parent and row.get("params") else {}
+    meta["parent"], meta["params"] = parent, params
     if row.get("parameters"):
         meta["parameters"] = json.loads(row["parameters"])
     return EnvRecord(
@@ -127,6 +158,8 @@ def record_from_row(row: dict[str, Any]) -> EnvRecord:
         generation=row["generation"],
         status=row["status"],
         metadata=meta,
+        parent=parent,
+        params=params,
     )
 
 
@@ -150,7 +183,8 @@ def export_row(rec: EnvRecord, *, repo: str | None = None) -> dict[str, Any]:
     first published in (kept as it is for entries published before)."""
     m = rec.metadata
     skip = set(_SCALARS) | set(_JSON) | {"max_episode_steps", "file", "tags", "parameters", "tool_specs_vary_by_seed",
-                                         "published_in", "acceptance_pending", "renumbered_from"}
+                                         "published_in", "acceptance_pending", "renumbered_from",
+                                         "parent", "params"}
     specs, vary = _specs_of(rec)
     params = m["parameters"] if "parameters" in m else json.loads(_parameters_json(rec.source) or "null")
     return {
@@ -182,4 +216,7 @@ def export_row(rec: EnvRecord, *, repo: str | None = None) -> dict[str, Any]:
         "created_at": m.get("created_at"),
         "updated_at": m.get("updated_at"),
         "published_in": "spade-envs (seed suite)" if rec.trusted else (_published_repo(rec) or repo),
+        # variants: the parent program's full id and the fixed kwargs (JSON object); null otherwise
+        "parent": rec.parent,
+        "params": canonical_params(rec.params) if rec.parent else None,
     }

@@ -38,7 +38,7 @@ from typing import Any
 from ..errors import RegistryError, UnknownEnvironmentError
 from .ids import EnvId, parse_env_id
 from .migrations import FIRST_STORE_SEQ
-from .rows import row_values, seed_by_sha
+from .rows import content_key, row_values, seed_by_sha
 
 Accept = Callable[[str, str], dict[str, Any]]
 
@@ -72,7 +72,13 @@ class MergeResult:
 
 
 def _local_rows(conn) -> dict[tuple[int, int], tuple[str, str | None]]:
-    return {(s, v): (sha, pub) for s, v, sha, pub in conn.execute("SELECT seq, version, sha256, published FROM envs")}
+    """(seq, version) -> (content key, published); see :func:`rows.content_key`."""
+    return {(s, v): (content_key(sha, parent, params), pub) for s, v, sha, pub, parent, params in
+            conn.execute("SELECT seq, version, sha256, published, parent, params FROM envs")}
+
+
+def _remote_key(r: dict[str, Any]) -> str:
+    return content_key(r["sha256"], r.get("parent"), r.get("params"))
 
 
 def _untrusted_values(row: dict[str, Any], origin: str, published: str) -> dict[str, Any]:
@@ -118,7 +124,7 @@ def merge_rows(registry: Any, rows: Iterable[dict[str, Any]], *, repo: str, comm
     by_sha = {sha: key for key, (sha, _) in local.items()}
     fresh: dict[tuple[int, int], dict[str, Any]] = {}
     for key, r in remote.items():
-        hit = by_sha.get(r["sha256"])
+        hit = by_sha.get(_remote_key(r))
         if hit is not None and local[hit][1] is not None and hit != key:
             res.skipped.append({"id": str(EnvId(*key)), "reason": f"same source as the published {EnvId(*hit)}"})
         elif hit is None:
@@ -136,7 +142,7 @@ def merge_rows(registry: Any, rows: Iterable[dict[str, Any]], *, repo: str, comm
         by_sha = {sha: key for key, (sha, _) in local.items()}
         for key, r in remote.items():
             occupant = local.get(key)
-            if occupant and occupant[1] is not None and occupant[0] != r["sha256"]:
+            if occupant and occupant[1] is not None and occupant[0] != _remote_key(r):
                 raise RegistryError(
                     f"conflict: {EnvId(*key)} of {repo} differs from the published {EnvId(*key)} in this store "
                     f"(from {occupant[1]}); two registries with colliding ids cannot be merged: pull {repo} into "
@@ -145,7 +151,7 @@ def merge_rows(registry: Any, rows: Iterable[dict[str, Any]], *, repo: str, comm
         # 1. deduplicate: local unpublished entries whose source the remote has under another id
         drop: list[tuple[int, int]] = []
         for key, r in remote.items():
-            hit = by_sha.get(r["sha256"])
+            hit = by_sha.get(_remote_key(r))
             if hit is not None and hit != key and local[hit][1] is None:
                 drop.append(hit)
                 moves[hit] = key
@@ -166,7 +172,9 @@ def merge_rows(registry: Any, rows: Iterable[dict[str, Any]], *, repo: str, comm
             remote_versions.setdefault(s_, []).append(v_)
         for seq in sorted(set(local_versions) & remote_seqs):
             mine = sorted(local_versions[seq])
-            unpub = [v for v in mine if local[(seq, v)][1] is None]
+            # an unpublished entry identical to the remote's under the same id is that entry: it stays
+            unpub = [v for v in mine if local[(seq, v)][1] is None
+                     and not ((seq, v) in remote and local[(seq, v)][0] == _remote_key(remote[(seq, v)]))]
             if not unpub:
                 continue
             if len(unpub) == len(mine):  # a wholly local environment: a new sequence number
@@ -189,16 +197,17 @@ def merge_rows(registry: Any, rows: Iterable[dict[str, Any]], *, repo: str, comm
         for key, r in remote.items():
             if tick is not None:
                 tick(1)
-            sha = r["sha256"]
-            present = conn.execute("SELECT sha256 FROM envs WHERE seq = ? AND version = ?", key).fetchone()
+            sha = _remote_key(r)
+            present = conn.execute("SELECT sha256, parent, params FROM envs WHERE seq = ? AND version = ?", key).fetchone()
             if present is not None:
-                if present[0] == sha:
+                if content_key(*present) == sha:
                     res.unchanged += 1
                     conn.execute("UPDATE envs SET published = ? WHERE seq = ? AND version = ? AND published IS NULL",
                                  (published, *key))
                 continue
-            if conn.execute("SELECT 1 FROM envs WHERE sha256 = ?", (sha,)).fetchone():
-                continue  # skipped above: the same source is published under another id
+            if any(content_key(*row) == sha for row in conn.execute(
+                    "SELECT sha256, parent, params FROM envs WHERE sha256 = ?", (r["sha256"],))):
+                continue  # skipped above: the same source (or variant) is published under another id
             values = _untrusted_values(r, origin, published)
             verdict = verdicts.get(key)
             if key in keep_acc:
@@ -257,6 +266,10 @@ def _rewrite_parents(conn, moves: dict[tuple[int, int], tuple[int, int]]) -> Non
         new = [names.get(p, bases.get(p, p)) for p in ids]
         if new != ids:
             conn.execute("UPDATE envs SET parent_ids = ? WHERE seq = ? AND version = ?", (json.dumps(new), seq, version))
+    # a variant's parent program is a full id: it follows its parent too
+    for seq, version, parent in conn.execute("SELECT seq, version, parent FROM envs WHERE parent IS NOT NULL").fetchall():
+        if parent in names:
+            conn.execute("UPDATE envs SET parent = ? WHERE seq = ? AND version = ?", (names[parent], seq, version))
 
 
 def _record_aliases(conn, moves: dict[tuple[int, int], tuple[int, int]]) -> None:

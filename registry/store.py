@@ -178,6 +178,9 @@ class Registry:
                 fresh = self._check_identity()  # another process may have won the race
                 start = self._pragma("user_version")
                 for script in MIGRATIONS[start:]:
+                    if callable(script):
+                        script(self._conn)
+                        continue
                     for statement in script.split(";"):
                         if statement.strip():
                             self._conn.execute(statement)
@@ -252,7 +255,8 @@ class Registry:
                 if seed is not None:
                     out.append(AddResult(seed.env_id, False))
                     continue
-                hit = conn.execute("SELECT seq, version FROM envs WHERE sha256 = ?", (values["sha256"],)).fetchone()
+                hit = conn.execute("SELECT seq, version FROM envs WHERE sha256 = ? AND parent IS NULL",
+                                   (values["sha256"],)).fetchone()
                 if hit:
                     out.append(AddResult(EnvId(hit[0], hit[1]), False))
                     continue
@@ -278,6 +282,32 @@ class Registry:
         self._sync_gym([r.env_id for r in out if r.new])
         return out
 
+    def add_variant(self, parent: str | EnvId, params: dict[str, Any], *, generation: int | None = None,
+                    metadata: dict[str, Any] | None = None, acceptance: list | None = None,
+                    regret: float | None = None, win_rate_hint: float | None = None,
+                    win_rate_plain: float | None = None, designer_model: str | None = None) -> AddResult:
+        """Store a *variant* of ``parent`` with ``params`` fixed; see :func:`.variants.add_variant`."""
+        from .variants import add_variant
+
+        return add_variant(self, parent, params, generation=generation, metadata=metadata, acceptance=acceptance,
+                           regret=regret, win_rate_hint=win_rate_hint, win_rate_plain=win_rate_plain,
+                           designer_model=designer_model)
+
+    def find_variant(self, parent: str | EnvId, params: dict[str, Any]) -> EnvId | None:
+        """What :meth:`add_variant` would return, without adding; see :func:`.variants.find_variant`."""
+        from .variants import find_variant
+
+        return find_variant(self, parent, params)
+
+    def variant_rows(self, *seqs: int) -> list[tuple[int, int, str]]:
+        """(seq, version, params JSON) of every loadable variant (of these sequence numbers
+        only, when given); reads only its index."""
+        sql = ("SELECT seq, version, params FROM envs INDEXED BY envs_variant_rows "
+               "WHERE parent IS NOT NULL AND status IN ('active', 'deprecated')")
+        if not seqs:
+            return self._conn.execute(sql).fetchall()
+        return [row for seq in seqs for row in self._conn.execute(sql + " AND seq = ?", (seq,))]
+
     def _sync_gym(self, env_ids: list[EnvId]) -> None:
         """Keep this process's Gymnasium registry in step with the default store."""
         if not env_ids or self.path.resolve() != default_path().resolve():
@@ -299,6 +329,41 @@ class Registry:
             f"INSERT INTO envs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
             (seq, version, *values.values()),
         )
+
+    def import_rows(self, rows: Iterable[dict[str, Any]]) -> dict[str, int]:
+        """Insert rows that carry their own ``seq``/``version`` (a Hub pull), in one
+        transaction. Rows already present with the same sha256 are skipped; a row whose
+        id or source is stored differently is a conflict and nothing is written."""
+        counts = {"added": 0, "unchanged": 0, "seeds": 0}
+        added: list[EnvId] = []
+        with self.transaction() as conn:
+            for r in rows:
+                seq, version = int(r["seq"]), int(r["version"])
+                values = row_values(**{k: v for k, v in r.items() if k not in ("seq", "version")})
+                if seq < FIRST_STORE_SEQ:
+                    counts["seeds"] += 1  # the seed suite comes from the installed package
+                    continue
+                hit = conn.execute("SELECT sha256, params FROM envs WHERE seq = ? AND version = ?",
+                                   (seq, version)).fetchone()
+                if hit and (hit[0], hit[1]) == (values["sha256"], values["params"]):
+                    counts["unchanged"] += 1
+                    continue
+                if values["parent"] is None:
+                    other = conn.execute("SELECT seq, version FROM envs WHERE sha256 = ? AND parent IS NULL",
+                                         (values["sha256"],)).fetchone()
+                else:  # a variant: the same parent and kwargs is the same entry
+                    other = conn.execute("SELECT seq, version FROM envs WHERE parent = ? AND params = ?",
+                                         (values["parent"], values["params"])).fetchone()
+                if hit or other:
+                    where = EnvId(seq, version) if hit else EnvId(*other)
+                    raise RegistryError(
+                        f"conflict: {EnvId(seq, version)} differs from the local store ({where}); "
+                        "pull into a fresh SPADE_HOME or remove the local entry")
+                self._insert(conn, seq, version, values)
+                counts["added"] += 1
+                added.append(EnvId(seq, version))
+        self._sync_gym(added)
+        return counts
 
     # -- sharing (merge on pull, publication, aliases, removal: see .sharing) ----------
     def remove(self, env_id: str | EnvId) -> list[EnvId]:

@@ -26,7 +26,7 @@ def collect_tool_specs(source: str, runtime: Any, *, filename: str = "<env>",
                        seeds: tuple[int, ...] = SPEC_SEEDS) -> tuple[list[dict[str, Any]], bool]:
     """``(specs of seeds[0], specs vary by seed)``; ``([], False)`` for a text-only
     program or one that cannot be opened (acceptance reports why, not this)."""
-    from ..games.format import is_multiplayer_source
+    from ..games import is_multiplayer_source
 
     if is_multiplayer_source(source):
         return [], False

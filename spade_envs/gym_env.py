@@ -76,6 +76,8 @@ class SpadeEnv(gym.Env[str, str]):
 
             record = resolve(env_id, version)
             source, trusted = record.source, record.trusted
+            if record.params:  # a registry variant: its fixed kwargs, under any given ones
+                env_kwargs = {**record.params, **(env_kwargs or {})}
             self.env_id, self.version = record.env_id.base, record.env_id.version
             self.spade_metadata = dict(record.metadata)
             game = is_multiplayer(record)

@@ -175,3 +175,34 @@ def test_module_read_paths_are_narrow():
     assert os.path.dirname(repo) not in paths and "/" not in paths
     assert all(not p.startswith("/etc") and not p.startswith("/proc") for p in paths)
     assert sys.prefix not in paths
+
+
+@pytest.mark.parametrize("payload", [
+    b"[1, " + b"[" * 100000 + b"]" * 100000 + b"]", b"[1, " + b"9" * 5000 + b"]", b"[1, 36893488147419103232]",
+    b'[1, "\\ud800"]', b'[1, "\xff"]', b"[1, [" + b"0," * 300000 + b"0]]", b'{"a": 1}', b"[2, 1]", b"[true, 1]",
+    b"[1, 1] [1, 1]", b"[1, {\"a\": " * 60 + b"1" + b"}" * 60 + b"]", b"", b"[1, NaN", b"[1]",
+], ids=["deep", "bigint", "int65", "surrogate", "bad_utf8", "many", "shape", "flag", "bool_flag", "trailing",
+        "deep_dict", "empty", "truncated", "short"])
+def test_decode_reply_refuses_malformed(payload):
+    from spade_envs.sandbox.protocol import ProtocolError, decode_reply
+
+    with pytest.raises(ProtocolError):
+        decode_reply(payload)
+
+
+def test_decode_reply_accepts_results():
+    from spade_envs.sandbox.protocol import decode_reply
+
+    assert decode_reply(b'[1, ["obs \xc3\xa9", 1.0, true, false, {"k": [1, 2, {"x": null}]}]]')[1][0] == "obs \u00e9"
+    assert decode_reply(b'[0, {"type": "execution", "msg": "m", "kind": "timeout"}]')[0] == 0
+
+
+def test_validate_json_reports_layers():
+    from spade_envs.cli.validate import _sandbox_layers
+
+    class Fake:
+        def info(self):
+            return {"network": "netns", "layers": {"seccomp": "applied"}, "refused": [], "read_paths": ["/x"]}
+
+    assert _sandbox_layers(Fake()) == {"network": "netns", "layers": {"seccomp": "applied"}, "refused": []}
+    assert _sandbox_layers(object()) is None

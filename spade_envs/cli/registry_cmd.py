@@ -155,7 +155,7 @@ def list_cmd(
     check_filters(generation, status)
     recs = _records(generation=generation, skill=skill, status=status, tags=tag)
     envs = [{"id": r.env_id.base, "version": r.env_id.version, "generation": r.generation, "status": r.status,
-             "skill": r.skill} for r in recs]
+             "skill": r.skill, "parent": r.parent} for r in recs]
     if as_json:
         _echo_json({"envs": envs})
         return
@@ -182,6 +182,7 @@ def show_cmd(
     rec = resolve(env_id)
     info = {"id": rec.env_id.base, "version": rec.env_id.version, "generation": rec.generation, "status": rec.status,
             "class_name": rec.class_name, "skill": rec.skill, "trusted": rec.trusted,
+            "parent": rec.parent, "params": rec.params,
             "metadata": {k: v for k, v in rec.metadata.items() if k != "acceptance"},
             "acceptance": rec.metadata.get("acceptance", [])}
     if source or as_json:

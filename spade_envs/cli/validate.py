@@ -63,10 +63,28 @@ def register(app: typer.Typer) -> None:
             raise fail(f"{exc} (spade validate --trust-remote-code)", 2) from None
         report = pipeline.run(source, filename=str(file))
         if as_json:
-            typer.echo(json.dumps(report.to_json()))
+            payload = report.to_json()
+            jail = _sandbox_layers(pipeline.runtime)
+            if jail is not None:
+                payload["sandbox"] = jail
+            typer.echo(json.dumps(payload))
         else:
             _print_table(report)
         raise typer.Exit(0 if report.accepted else 1)
+
+
+def _sandbox_layers(runtime) -> dict | None:  # noqa: ANN001 - an EnvRuntime
+    """Which confinement layers the sandbox applied (None when the code ran in-process)."""
+    from ..errors import SpadeError
+
+    info = getattr(runtime, "info", None)
+    if not callable(info):
+        return None
+    try:
+        got = info()
+    except SpadeError:
+        return None
+    return {"network": got.get("network"), "layers": got.get("layers"), "refused": got.get("refused")}
 
 
 def _registry_novelty_check():  # noqa: ANN202 - a NoveltyCheck

@@ -207,7 +207,7 @@ def jail_worker(memory_mb: int, cpu_s: int, read_paths: Iterable[str], keep_fds:
     try:
         from . import syscalls
 
-        layers["seccomp"] = f"applied ({syscalls.install()} allow rules, default EPERM)"
+        layers["seccomp"] = f"applied ({syscalls.install()})"
     except ImportError as exc:
         layers["seccomp"] = f"refused: libseccomp bindings unavailable ({exc})"
     except OSError as exc:

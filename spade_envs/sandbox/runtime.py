@@ -171,6 +171,16 @@ class SandboxSession(EnvSession):
             self._detach()
 
 
+    def __del__(self) -> None:  # an abandoned session must not keep its process alive
+        try:
+            worker = self.worker
+            if worker is not None and worker.alive and self._owner == os.getpid():
+                worker.kill()
+                self._runtime.pool.workers.discard(worker)
+        except Exception:  # noqa: BLE001 - best effort, possibly at interpreter exit
+            pass
+
+
 class SandboxRuntime(EnvRuntime):
     """Runs untrusted programs in jailed, resource-limited worker processes, one per
     session.

@@ -24,6 +24,7 @@ import os
 import signal
 import socket
 import sys
+import time
 from typing import Any
 
 from . import confine
@@ -117,9 +118,10 @@ class WorkerState:
             encoded = json.dumps(_error(exc))
         except BaseException as exc:  # environment code may raise anything
             encoded = json.dumps(_error(exc))
-        if len(encoded) > MAX_RESULT_BYTES:
-            encoded = json.dumps(_error(_output_error(f"{op}() result of {len(encoded)} bytes exceeds the cap")))
-        return encoded.encode("utf-8", "surrogatepass")
+        data = encoded.encode("utf-8", "surrogatepass")
+        if len(data) > MAX_RESULT_BYTES:
+            data = json.dumps(_error(_output_error(f"{op}() result of {len(data)} bytes exceeds the cap"))).encode()
+        return data
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=repr)
@@ -137,6 +139,9 @@ def _output_error(msg: str) -> BaseException:
     return EnvExecutionError(msg, kind="output")
 
 
+_FLUSH_S = 0.001
+
+
 def worker_main(req_fd: int, rep_fd: int, memory_mb: int, cpu_s: int, loader: Any, read_paths: list[str]) -> None:
     """Jail this process, say hello, serve frames until the request pipe closes."""
     (req_fd, rep_fd), layers = confine.jail_worker(memory_mb, cpu_s, read_paths, (req_fd, rep_fd))
@@ -148,6 +153,13 @@ def worker_main(req_fd: int, rep_fd: int, memory_mb: int, cpu_s: int, loader: An
             calls = json.loads(request)
         except (EOFError, OSError, ValueError, RecursionError):
             os._exit(0)
+        if not isinstance(calls, list):
+            os._exit(0)
+        # replies go out as soon as calls take time: written together while they are fast
+        # (the caller's deadline for a call starts when the previous reply arrives, so
+        # holding fast replies back a moment only ever shortens it)
+        pending: list[bytes] = []
+        last_flush = time.monotonic()
         for call in calls:
             try:
                 op, sid, arg = call
@@ -156,7 +168,14 @@ def worker_main(req_fd: int, rep_fd: int, memory_mb: int, cpu_s: int, loader: An
                 reply = b'[0, {"type": "execution", "msg": "out of memory", "kind": "memory"}]'
             except (TypeError, ValueError):
                 reply = b'[0, {"type": "execution", "msg": "malformed request", "kind": "error"}]'
-            write_all(rep_fd, pack(reply))
+            pending.append(pack(reply))
+            now = time.monotonic()
+            if now - last_flush > _FLUSH_S:
+                write_all(rep_fd, b"".join(pending))
+                pending.clear()
+                last_flush = now
+        if pending:
+            write_all(rep_fd, b"".join(pending))
 
 
 def _warm_up(loader: Any) -> None:
@@ -185,8 +204,8 @@ def _preload_jail() -> None:
     from . import landlock, syscalls  # noqa: F401
 
     try:
-        import pyseccomp  # noqa: F401
-    except ImportError:  # reported as a refused layer by every worker
+        syscalls.build()
+    except (ImportError, OSError):  # reported as a refused layer by every worker
         pass
 
 
