@@ -43,16 +43,23 @@ class EnvRecord:
 
 
 @functools.lru_cache(maxsize=1)
-def seed_records() -> tuple[EnvRecord, ...]:
-    """The seed suite: ``spade_envs/seeds/env_NNNNN_<slug>.py``, version 0, generation 0."""
+def seed_files() -> tuple[tuple[int, str, str], ...]:
+    """``(seq, file name, source)`` of every seed, read but not parsed (cheap: what
+    registration at import needs)."""
     out = []
     folder = resources.files("spade_envs.seeds")
     for entry in sorted(folder.iterdir(), key=lambda p: p.name):
         name = entry.name
-        if not (name.startswith("env_") and name.endswith(".py")):
-            continue
-        seq = int(name.split("_")[1])
-        source = entry.read_text(encoding="utf-8")
+        if name.startswith("env_") and name.endswith(".py"):
+            out.append((int(name.split("_")[1]), name, entry.read_text(encoding="utf-8")))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=1)
+def seed_records() -> tuple[EnvRecord, ...]:
+    """The seed suite: ``spade_envs/seeds/env_NNNNN_<slug>.py``, version 0, generation 0."""
+    out = []
+    for seq, name, source in seed_files():
         info = inspect_program(source, filename=name)
         out.append(
             EnvRecord(
@@ -72,7 +79,9 @@ def resolve(env_id: str | EnvId, version: int | None = None) -> EnvRecord:
     eid = parse_env_id(env_id) if isinstance(env_id, str) else env_id
     if version is not None:
         eid = eid.with_version(version)
-    for rec in seed_records():
+    from .migrations import FIRST_STORE_SEQ
+
+    for rec in seed_records() if eid.seq < FIRST_STORE_SEQ else ():
         if rec.env_id.seq == eid.seq and (eid.version is None or rec.env_id.version == eid.version):
             return rec
     from . import store_lookup  # the local store (registry issue) plugs in here

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 #: stores with more entries than this are registered lazily
-EAGER_MAX = int(os.environ.get("SPADE_EAGER_REGISTRATION_MAX") or 100_000)
+EAGER_MAX = int(os.environ.get("SPADE_EAGER_REGISTRATION_MAX") or 50_000)
 
 _KEY = re.compile(r"^spade/Env-(\d{5,})(?:-v(\d+))?$")
 

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from gymnasium.envs.registration import EnvSpec
 
 from ..errors import SpadeError
-from .catalog import EnvRecord, seed_records
+from .catalog import EnvRecord, seed_files, seed_records
 from .gym_lazy import EAGER_MAX, active, install
 from .ids import NAMESPACE, EnvId
 
@@ -74,6 +74,18 @@ def register_records(records: Iterable[EnvRecord]) -> int:
             gym_registry()[spec.id] = spec
             n += 1
     return n
+
+
+def register_seeds() -> int:
+    """Register the seed suite without parsing it: a seed's spec needs only its sequence
+    number and, when its METADATA sets one, ``max_episode_steps`` (only then is it parsed)."""
+    rows = []
+    for seq, _, source in seed_files():
+        steps = None
+        if "max_episode_steps" in source:
+            steps = next(r for r in seed_records() if r.env_id.seq == seq).metadata.get("max_episode_steps")
+        rows.append((seq, 0, steps))
+    return register_rows(rows)
 
 
 def register_rows(rows: Iterable[tuple[int, int, int | None]]) -> int:
@@ -173,7 +185,11 @@ def sync(reg: object, env_ids: list[EnvId]) -> None:
         return
     unregister(env_ids)
     seqs = {e.seq for e in env_ids}
-    register_rows(reg.registration_rows_of(*seqs))  # type: ignore[attr-defined]
+    if len(seqs) > 1000:  # a bulk write (a pull): one scan of the covering index beats many lookups
+        rows = [r for r in reg.registration_rows() + reg.alias_rows() if r[0] in seqs]  # type: ignore[attr-defined]
+    else:
+        rows = reg.registration_rows_of(*seqs)  # type: ignore[attr-defined]
+    register_rows(rows)
     register_variant_rows(reg.variant_rows(*seqs))  # type: ignore[attr-defined]
 
 
@@ -213,7 +229,7 @@ def register_all() -> int:
     import time
 
     global LAST_REGISTRATION_S
-    n = register_records(seed_records())
+    n = register_seeds()
     t0 = time.perf_counter()
     n += register_store()
     LAST_REGISTRATION_S = time.perf_counter() - t0

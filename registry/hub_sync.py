@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,21 @@ REPO_TYPE = "dataset"
 def _endpoint(endpoint: str | None) -> str | None:
     """``endpoint``, else ``HF_ENDPOINT`` as set NOW (huggingface_hub reads it only at import)."""
     return endpoint or os.environ.get("HF_ENDPOINT") or None
+
+
+@contextmanager
+def _quiet_hub() -> Iterator[None]:
+    """huggingface_hub's own tqdm bars off (the CLI draws one bar; stderr stays one line
+    on errors); the previous setting is restored."""
+    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+    was = are_progress_bars_disabled()
+    disable_progress_bars()
+    try:
+        yield
+    finally:
+        if not was:
+            enable_progress_bars()
 
 
 def _api(endpoint: str | None, token: str | None):
@@ -99,7 +115,7 @@ def push(records: Iterable[EnvRecord], repo_id: str, *, generation: int | None =
 
     api = _api(endpoint, token)
     records = list(records)
-    with tempfile.TemporaryDirectory(prefix="spade-push-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="spade-push-") as tmp, _quiet_hub():
         summary = export(records, tmp, max_generation=generation, license=license, repo=repo_id, progress=progress)
         try:
             api.create_repo(repo_id, repo_type=REPO_TYPE, exist_ok=True, private=private)
@@ -161,9 +177,10 @@ def download(repo_id: str, dest: str | Path, *, revision: str | None = None, end
 
     api = _api(endpoint, token)
     try:
-        sha = api.repo_info(repo_id, repo_type=REPO_TYPE, revision=revision).sha
-        snapshot_download(repo_id, repo_type=REPO_TYPE, revision=sha, local_dir=str(dest), endpoint=_endpoint(endpoint),
-                          token=token, allow_patterns=["README.md", "data/**"])
+        with _quiet_hub():
+            sha = api.repo_info(repo_id, repo_type=REPO_TYPE, revision=revision).sha
+            snapshot_download(repo_id, repo_type=REPO_TYPE, revision=sha, local_dir=str(dest),
+                              endpoint=_endpoint(endpoint), token=token, allow_patterns=["README.md", "data/**"])
     except Exception as exc:
         raise _hub_error(exc, repo_id) from None
     return sha

@@ -186,7 +186,7 @@ def export_row(rec: EnvRecord, *, repo: str | None = None) -> dict[str, Any]:
                                          "published_in", "acceptance_pending", "renumbered_from",
                                          "parent", "params"}
     specs, vary = _specs_of(rec)
-    params = m.get("parameters")
+    params = m["parameters"] if "parameters" in m else json.loads(_parameters_json(rec.source) or "null")
     return {
         "id": rec.env_id.base,
         "env_id": str(rec.env_id),

@@ -164,8 +164,14 @@ def merge_rows(registry: Any, rows: Iterable[dict[str, Any]], *, repo: str, comm
         # 2. renumber local unpublished entries on ids the remote uses
         remote_seqs = {s for s, _ in remote}
         top = max([s for s, _ in local] + [s for s, _ in remote] + [FIRST_STORE_SEQ - 1])
-        for seq in sorted({s for s, _ in local} & remote_seqs):
-            mine = sorted(v for s, v in local if s == seq)
+        local_versions: dict[int, list[int]] = {}
+        for s_, v_ in local:
+            local_versions.setdefault(s_, []).append(v_)
+        remote_versions: dict[int, list[int]] = {}
+        for s_, v_ in remote:
+            remote_versions.setdefault(s_, []).append(v_)
+        for seq in sorted(set(local_versions) & remote_seqs):
+            mine = sorted(local_versions[seq])
             # an unpublished entry identical to the remote's under the same id is that entry: it stays
             unpub = [v for v in mine if local[(seq, v)][1] is None
                      and not ((seq, v) in remote and local[(seq, v)][0] == _remote_key(remote[(seq, v)]))]
@@ -175,7 +181,7 @@ def merge_rows(registry: Any, rows: Iterable[dict[str, Any]], *, repo: str, comm
                 top += 1
                 targets = {v: (top, v) for v in unpub}
             else:  # local versions of a shared environment: versions after everybody's
-                last = max([v for s, v in remote if s == seq] + [v for v in mine if local[(seq, v)][1] is not None])
+                last = max(remote_versions[seq] + [v for v in mine if local[(seq, v)][1] is not None])
                 targets = {v: (seq, last + 1 + i) for i, v in enumerate(unpub)}
             clash = [v for v in unpub if (seq, v) in remote]
             if not clash and len(unpub) != len(mine):

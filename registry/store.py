@@ -15,6 +15,11 @@ Contract:
 - ``latest`` = the highest *active* version, else the highest *deprecated* one;
   quarantined versions are never resolved.
 - Everything in the store is untrusted (``EnvRecord.trusted`` is False): it runs sandboxed.
+- Sharing with a Hub dataset (merge on pull, publication marks, aliases of renumbered
+  ids, removal of unpublished entries) lives in :mod:`.sharing`; a write to the default
+  store re-registers exactly the ids it touched in this process's Gymnasium registry.
+- A store that cannot be written (read-only home, locked file) raises
+  :class:`RegistryError` naming the file, never sqlite's ``OperationalError``.
 """
 
 from __future__ import annotations

@@ -17,7 +17,14 @@ from .errors import (  # noqa: E402
     ToolSpecError,
     UnknownEnvironmentError,
 )
-from .toolbase import ToolUseBaseEnv  # noqa: E402
+
+
+def __getattr__(name: str):
+    if name == "ToolUseBaseEnv":  # lazily: the tool base class pulls in jsonschema
+        from .toolbase import ToolUseBaseEnv
+
+        return ToolUseBaseEnv
+    raise AttributeError(f"module 'spade_envs' has no attribute {name!r}")
 
 
 def _register() -> None:

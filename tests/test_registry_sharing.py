@@ -186,8 +186,7 @@ def test_export_has_tool_specs_of_every_tool_row_and_parameters(cli, tmp_path):
 
     tool_seed = next(r for r in seed_records() if "ToolUseBaseEnv" in r.source)
     mine = tool_seed.source.replace(tool_seed.class_name, "Mine" + tool_seed.class_name)
-    # appended: the seeds declare PARAMETERS of their own, and the last assignment is the program's
-    mine = mine + "\nPARAMETERS = {'type': 'object', 'properties': {'max_turns': {'type': 'integer', 'default': 5}}}\n"
+    mine += "\nPARAMETERS = {'type': 'object', 'properties': {'max_turns': {'type': 'integer', 'default': 5}}}\n"
     added = cli("a", "registry", "add", _write(tmp_path, "tool.py", mine), "--json")["added"][0]
     shown = cli("a", "registry", "show", added["id"], "--json")
     assert shown["metadata"]["tool_specs"] and shown["metadata"]["parameters"]["properties"]["max_turns"]
@@ -200,7 +199,11 @@ def test_export_has_tool_specs_of_every_tool_row_and_parameters(cli, tmp_path):
     assert varying and varying <= {r["seq"] for r in tool_rows}  # said so where specs vary by seed
     row = next(r for r in rows if r["env_id"] == f"{added['id']}-v0")
     assert json.loads(row["parameters"])["properties"]["max_turns"]["default"] == 5
-    assert all(r["parameters"] is None for r in rows if r is not row)
+    from spade_envs.registry.toolspecs import read_parameters
+
+    assert all((json.loads(r["parameters"]) if r["parameters"] else None) == read_parameters(r["source"]) for r in rows)
+    assert any(r["parameters"] for r in rows if r["generation"] == 0) or not any(
+        read_parameters(r["source"]) for r in rows if r["generation"] == 0)
     card = (tmp_path / "ds" / "README.md").read_text()
     assert "license: mit" in card and "REPO" not in card and 'load_dataset("team/x"' in card
     for column in rows[0]:
@@ -239,3 +242,14 @@ def test_refresh_and_list_envs_in_a_running_process(tmp_path, spade_home):  # no
     Registry.open().remove("spade/Env-01000")
     spade_envs.refresh()
     assert "spade/Env-01000-v0" not in gym.registry
+
+
+def test_two_published_registries_with_colliding_ids_conflict(cli, hub, tmp_path):
+    cli("a", "registry", "add", _write(tmp_path, "x.py", playable_source(1)), "--json")
+    cli("a", "registry", "push", "team/one", "--json")
+    cli("b", "registry", "add", _write(tmp_path, "y.py", playable_source(2)), "--json")
+    cli("b", "registry", "push", "team/two", "--json")
+    before = _state(tmp_path, "a")
+    _, err = cli("a", "registry", "pull", "team/two", code=1)
+    assert "conflict" in err and "separate SPADE_HOME" in err and err.count("\n") == 1
+    assert _state(tmp_path, "a") == before  # nothing written

@@ -124,7 +124,10 @@ def pull_cmd(
                f"{res['seeds']} seed rows skipped, {len(res['renumbered'])} local entries renumbered, "
                f"{len(res['deduplicated'])} deduplicated")
     for m in res["renumbered"]:
-        typer.echo(f"  renumbered {m['from']} -> {m['to']} (the old id is an alias)")
+        typer.echo(f"  renumbered {m['from']} -> {m['to']}")
+    if res["renumbered"]:
+        typer.echo("  (a renumbered entry's old id stays an alias of its new id where the dataset does not use it; "
+                   "where it does, the published entry wins and a notice names the new id)")
     for m in res["deduplicated"]:
         typer.echo(f"  deduplicated {m['from']} -> {m['to']} (same source)")
     for q in res["quarantined"]:
