@@ -28,8 +28,11 @@ DESIGN.md section 6. :class:`AcceptancePipeline` runs the stages of
     different seeds, different tasks, judged on ``solution()``: at least
     ``config.min_distinct_solutions`` distinct solutions over ``seeds + variety_seeds``.
 ``solution_replay``
-    replaying ``solution_to_actions(solution())`` from a fresh episode ends with a reward
-    >= ``config.win_reward`` for every seed of ``config.seeds``.
+    replaying ``solution()`` (its primary reading, else the first alternate reading of
+    :func:`spade_envs.solutions.solution_plans` that wins on every seed) from a fresh
+    episode ends with a reward >= ``config.win_reward`` for every seed of ``config.seeds``.
+    A program without ``solution()`` passes with the named verdict "no reference
+    solution: solvability unverified" (``report.verified`` is False).
 ``garbage``
     no probe of :func:`~spade_envs.designer.probes.garbage_probes`, each from a fresh
     episode, reaches ``win_reward`` (a probe equal to the episode's answer is skipped).
@@ -45,7 +48,9 @@ The checks themselves live in :mod:`.stages`, the probes in :mod:`.probes`, the 
 in :mod:`.leak`. All environment code runs in ONE session per candidate, through a runtime
 (:func:`spade_envs.runtime.get_runtime` unless one is given). Errors of the program
 (exceptions, timeouts, crashes, wrong types) become a failed verdict naming the reason;
-:meth:`AcceptancePipeline.run` never raises because of the candidate.
+:meth:`AcceptancePipeline.run` never raises because of the candidate. The budget
+``config.candidate_deadline_s`` is enforced between stages AND inside them (plays run in
+batches checked against the deadline), so a slow program stops near its budget.
 """
 
 import threading
@@ -58,7 +63,8 @@ from spade_envs.errors import EnvExecutionError, EnvProgramError, SpadeError
 from spade_envs.program import source_sha256
 from spade_envs.runtime import EnvRuntime, get_runtime
 
-from .stages import Context, Reject, StageChecks
+from .probes import BudgetExceeded
+from .stages import NO_REFERENCE, Context, Reject, StageChecks
 from .verdicts import STAGES, AcceptanceReport, StageVerdict
 
 NoveltyCheck = Callable[[str], "tuple[bool, str]"]
@@ -171,6 +177,7 @@ class AcceptancePipeline(StageChecks):
         if game is not None:
             return game
         ctx = Context(source=source, filename=filename, started=time.perf_counter())
+        ctx.deadline = ctx.started + self.config.candidate_deadline_s
         report = AcceptanceReport(filename=filename)
         try:
             for index, name in enumerate(STAGES):
@@ -185,6 +192,9 @@ class AcceptancePipeline(StageChecks):
             report.class_name = ctx.class_name
             report.sha256 = source_sha256(source) if isinstance(source, str) else ""
             report.seconds = time.perf_counter() - ctx.started
+            replay = report.stage("solution_replay")
+            report.verified = not (replay is not None and replay.ok and replay.detail == NO_REFERENCE)
+            report.solution_form = ctx.solution_form
         return report
 
     def _run_stage(self, name: str, ctx: Context) -> StageVerdict | None:
@@ -199,6 +209,8 @@ class AcceptancePipeline(StageChecks):
             ok, detail = True, getattr(self, f"_stage_{name}")(ctx)
         except Reject as exc:
             ok, detail = False, str(exc)
+        except BudgetExceeded:
+            ok, detail = False, f"candidate exceeded its {self.config.candidate_deadline_s:g} s budget (during this stage)"
         except EnvProgramError as exc:
             if exc.stage in STAGES and STAGES.index(exc.stage) > STAGES.index(name):
                 ctx.pending[exc.stage] = str(exc)

@@ -7,8 +7,9 @@ serializes to the ``spade validate --json`` shape::
     {"accepted": bool, "rejected_at": str | null,
      "stages": [{"name": str, "ok": bool, "detail": str, "seconds": float}], ...}
 
-(``seconds``, ``file``, ``class_name``, ``sha256`` and ``seconds_total`` are extra keys,
-which the contract allows.)
+(``seconds``, ``file``, ``class_name``, ``sha256``, ``seconds_total``, ``verified`` and
+``solution_form`` are extra keys, which the contract allows; ``verified`` is false for an
+accepted program without ``solution()``.)
 """
 
 from __future__ import annotations
@@ -57,6 +58,10 @@ class AcceptanceReport:
     class_name: str | None = None
     sha256: str = ""
     seconds: float = 0.0
+    #: False when the program has no solution(): accepted, but solvability unverified
+    verified: bool = True
+    #: which reading of solution() replays the win (index into solution_plans(); 0 = primary)
+    solution_form: int = 0
 
     @property
     def accepted(self) -> bool:
@@ -88,6 +93,8 @@ class AcceptanceReport:
             "class_name": self.class_name,
             "sha256": self.sha256,
             "seconds_total": round(self.seconds, 6),
+            "verified": self.verified,
+            "solution_form": self.solution_form,
         }
 
     def summary(self) -> str:

@@ -5,8 +5,8 @@ Observations and actions are Unicode text (:class:`~spade_envs.spaces.UnicodeTex
 ``version``; the privileged hint is added (to the first observation and to ``info``) only
 when the environment was made with ``hint=True``. Environment code runs through a
 runtime: in-process for the shipped seed suite, the sandbox for anything else unless
-``trust_remote_code=True``. A program that raises or hangs ends its episode
-(``truncated=True``, ``info["error"]``) instead of raising into the caller.
+``trust_remote_code=True``. A program that raises or hangs ends its episode as in SPADE
+(reward -1.0, ``terminated=True``, ``info["error"]``) instead of raising into the caller.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from .actions import solution_to_actions
+from .solutions import solution_plans
 from .errors import EnvExecutionError, EnvProgramError, SpadeError
 from .runtime import EnvRuntime, EnvSession, get_runtime
 from .spaces import UnicodeText
@@ -97,7 +97,7 @@ class SpadeEnv(gym.Env[str, str]):
             kind = getattr(exc, "kind", None) or getattr(exc, "stage", "error")
             obs = f"Environment error ({kind}): {exc}"
             self._last_obs = obs
-            return obs, 0.0, False, True, {"error": str(exc), "verdict": kind}
+            return obs, -1.0, True, False, {"error": str(exc), "verdict": kind}  # SPADE: a crash is -1, terminated
         self._last_obs = obs
         return obs, reward, terminated, truncated, dict(info)
 
@@ -120,10 +120,11 @@ class SpadeEnv(gym.Env[str, str]):
 
     def solution(self) -> str:
         """Replayable winning action text of the current episode, one action per line."""
-        return "\n".join(solution_to_actions(self._session.solution()))
+        return "\n".join(self.solution_actions())
 
     def solution_actions(self) -> list[str]:
-        return solution_to_actions(self._session.solution())
+        plans = solution_plans(self._session.solution(), self._session.tools)  # the form acceptance replayed:
+        return plans[min(int(self.spade_metadata.get("solution_form") or 0), len(plans) - 1)]
 
     def hint(self) -> str | None:
         """The privileged hint of the current episode (None if the program has none)."""
