@@ -25,6 +25,10 @@ nested or adjacent unbounded repetition; move sequences are matched on the
 observation's alphanumeric tokens in one pass (no regular expression at all), so a
 hostile observation such as thousands of dashes costs one scan.
 
+**Protocol exception.** An answer shared by the solutions of every seed checked (such as
+``done`` in SPADE's multi-turn tool-use envs, whose feedback names ``<answer>done</answer>``)
+is part of the protocol, not a secret of one episode; the caller passes it in ``shared``.
+
 **Vocabulary exception.** A secret that also appears in the reset observation of another
 seed whose own solution does not contain it belongs to the task's vocabulary (a listed
 option, a fixed word of the prompt), not to this episode's answer, and is not checked.
@@ -168,13 +172,17 @@ def find_leak(
     *,
     min_digits: int = 3,
     min_chars: int = 4,
+    shared: Iterable[str] = (),
 ) -> tuple[str, str] | None:
     """The first ``(secret label, observation excerpt)`` where a secret of ``solution``
     appears in one of ``observations``; None when nothing leaks. ``others`` are
     ``(reset observation, solution)`` pairs of other seeds (the vocabulary exception)."""
     observations = list(observations)
     others = list(others)
+    protocol = {" ".join(str(a).split()).casefold() for a in shared}
     for secret in secrets(solution, min_digits, min_chars):
+        if " ".join(secret.label.split()).casefold() in protocol:
+            continue
         if any(secret.search(obs) and not secret.search(sol) for obs, sol in others):
             continue
         for obs in observations:

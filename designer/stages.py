@@ -9,6 +9,7 @@ one :class:`Context` per candidate: the live session and what earlier stages lea
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from spade_envs.actions import parse_tool_calls
 from spade_envs.errors import EnvExecutionError, EnvProgramError, SpadeError
 from spade_envs.program import inspect_program, parse_source
+from spade_envs.registry.verification import NO_REFERENCE  # the solution_replay detail of no solution()
 from spade_envs.runtime import EnvRuntime, EnvSession
 from spade_envs.solutions import solution_plans, tool_use_actions
 from spade_envs.tools import type_note
@@ -44,9 +46,6 @@ class Reject(Exception):
     """A stage failed; the message is the verdict's detail."""
 
 
-#: detail of the solution_replay verdict of a program without ``solution()`` (accepted,
-#: stored as unverified; see :func:`spade_envs.registry.verification.is_verified`)
-NO_REFERENCE = "no reference solution: solvability unverified"
 
 
 @dataclass
@@ -69,6 +68,7 @@ class Context:
     no_solution: bool = False  # the program defines no solution()
     solution_form: int = 0  # index into solution_plans() of the replay that wins
     deadline: float | None = None  # perf_counter() value when the candidate's budget ends
+    snapshots: dict[Any, str] = field(default_factory=dict)  # seed -> JSON of the state after reset (no solution())
 
 
 class StageChecks:
@@ -121,6 +121,7 @@ class StageChecks:
             ctx.resets.setdefault(seed, obs)
             if ctx.no_solution:
                 ctx.solutions[seed] = ""
+                ctx.snapshots[seed] = json.dumps(ctx.session.snapshot(), sort_keys=True, default=repr)  # type: ignore[union-attr]
             else:
                 ctx.solutions[seed] = ctx.session.solution()  # type: ignore[union-attr]
         return ctx.solutions[seed]
@@ -293,11 +294,15 @@ class StageChecks:
     def _stage_seed_variety(self, ctx: Context) -> str:
         seeds = list(self.config.seeds) + list(self.config.variety_seeds)
         solutions = [normalize_answer(self._solution(ctx, s)) for s in seeds]
-        if ctx.no_solution:  # judged on the tasks themselves
-            distinct = len({ctx.resets[s] for s in seeds})
+        if ctx.no_solution:  # judged on the tasks themselves: first observation and public state
+            for s in seeds:
+                if s not in ctx.snapshots:
+                    ctx.solutions.pop(s, None)
+                    self._solution(ctx, s)
+            distinct = len({(ctx.resets[s], ctx.snapshots[s]) for s in seeds})
             if distinct < self.config.min_distinct_solutions:
-                raise Reject(f"the same task for every seed: {distinct} distinct first observation(s) over {len(seeds)} seeds")
-            return f"{distinct} distinct first observations over {len(seeds)} seeds (no solution() to compare)"
+                raise Reject(f"the same task for every seed: {distinct} distinct task(s) (first observation and state) over {len(seeds)} seeds")
+            return f"{distinct} distinct tasks (first observation and state) over {len(seeds)} seeds (no solution() to compare)"
         distinct = len(set(solutions))
         if distinct < self.config.min_distinct_solutions:
             raise Reject(
@@ -380,11 +385,14 @@ class StageChecks:
             return "no reference solution: no answer to look for"
         cfg = self.config
         checked = 0
+        per_seed = [set(answer_candidates(sol)) for sol in ctx.solutions.values()]
+        shared = set.intersection(*per_seed) if len(per_seed) > 1 else set()  # protocol words such as "done"
         for seed in cfg.seeds:
             solution = ctx.solutions[seed]
             others = [(ctx.resets[s], sol) for s, sol in ctx.solutions.items() if s != seed and s in ctx.resets]
             observations = [ctx.resets[seed]] + [o for s, o in ctx.garbage_obs if s == seed]
-            leak = find_leak(solution, observations, others, min_digits=cfg.leak_min_digits, min_chars=cfg.leak_min_chars)
+            leak = find_leak(solution, observations, others, min_digits=cfg.leak_min_digits,
+                             min_chars=cfg.leak_min_chars, shared=shared)
             if leak is not None:
                 raise Reject(f"the observation leaks the answer ({_short(leak[0])}, seed {seed}): ...{leak[1]}...")
             checked += len(secrets(solution, cfg.leak_min_digits, cfg.leak_min_chars))

@@ -1,4 +1,5 @@
-"""``spade registry list|show|add|stats|export|push|pull|deprecate|quarantine|activate``.
+"""``spade registry list|show|add|import|stats|export|push|pull|deprecate|quarantine|activate``
+(``import`` lives in :mod:`.registry_import`).
 
 The store is ``$SPADE_HOME/registry.sqlite3`` (:mod:`spade_envs.registry.store`).
 ``add`` runs every candidate (``.py`` files, JSONL pools, folders of them) through the
@@ -66,7 +67,8 @@ def acceptance_runner(reg: Any, replaces: str | None = None) -> Callable[[str, s
         if report.accepted:  # later candidates of this batch must be novel against it too
             memory.novelty_index().add(f"{filename} (this batch)", source)
         return {"accepted": bool(report.accepted), "rejected_at": getattr(report, "rejected_at", None),
-                "stages": _verdicts(report)}
+                "stages": _verdicts(report), "verified": bool(getattr(report, "verified", True)),
+                "solution_form": int(getattr(report, "solution_form", 0) or 0)}
 
     return run
 
@@ -99,6 +101,7 @@ def add_files(files: list[str], *, generation: int | None = None, replaces: str 
                                  "detail": failed["detail"]})
                 continue
             fields = dict(cand.fields)
+            fields["metadata"] = {**(fields.get("metadata") or {}), **verdict_metadata(verdict)}
             if generation is not None:
                 fields["generation"] = generation
             try:
@@ -108,6 +111,17 @@ def add_files(files: list[str], *, generation: int | None = None, replaces: str 
                 continue
             added.append(res.as_json())
     return {"added": added, "rejected": rejected}
+
+
+def verdict_metadata(verdict: dict[str, Any]) -> dict[str, Any]:
+    """What an acceptance verdict adds to an entry's metadata: ``verified: False`` for a
+    program without solution(), the winning ``solution_form`` when it is not the primary."""
+    out: dict[str, Any] = {}
+    if verdict.get("verified") is False:
+        out["verified"] = False
+    if verdict.get("solution_form"):
+        out["solution_form"] = int(verdict["solution_form"])
+    return out
 
 
 # -- commands ---------------------------------------------------------------------------
@@ -275,4 +289,7 @@ def pull_cmd(
 
 
 def register(app: typer.Typer) -> None:
+    from .registry_import import register_import
+
+    register_import(registry_app)
     app.add_typer(registry_app, name="registry")
