@@ -49,23 +49,26 @@ def boxed_spans(text: str) -> list[tuple[int, int]]:
     allowed), ordered by start; one left-to-right pass with a stack of open braces."""
     if not isinstance(text, str) or _BOX not in text:
         return []
-    spans: list[tuple[int, int]] = []
-    stack: list[tuple[int, bool]] = []  # (position after "{", opened by \boxed)
+    starts: list[int] = []
+    ends: list[int] = []
+    stack: list[int] = []  # position after "{"; negative (-pos - 1) when not opened by \boxed
     n, i = len(text), 0
-    while i < n:
+    while i < n:  # one pass; ints only (millions of tuples would make the GC superlinear)
         ch = text[i]
-        if ch == "\\" and text.startswith(_BOX, i):
-            i += len(_BOX)
-            stack.append((i, True))
-            continue
-        if ch == "{":
-            stack.append((i + 1, False))
+        if ch == "\\":
+            if text.startswith(_BOX, i):
+                i += len(_BOX)
+                stack.append(i)
+                continue
+        elif ch == "{":
+            stack.append(-(i + 1) - 1)
         elif ch == "}" and stack:
-            start, boxed = stack.pop()
-            if boxed:
-                spans.append((start, i))
+            start = stack.pop()
+            if start >= 0:
+                starts.append(start)
+                ends.append(i)
         i += 1
-    spans.sort()
+    spans = sorted(zip(starts, ends))
     return spans
 
 
