@@ -101,7 +101,7 @@ class StageChecks:
 
     def _plans(self, ctx: Context, seed: Any) -> list[list[str]]:
         tools = ctx.session.tools if ctx.session is not None else []
-        return solution_plans(ctx.solutions.get(seed) or "", tools)
+        return solution_plans(ctx.solutions.get(seed) or "", tools, ctx.resets.get(seed))
 
     def _actions(self, ctx: Context, seed: Any) -> list[str]:
         """The replay of ``seed``'s solution (the form that won, once known); [] without one."""

@@ -103,3 +103,21 @@ class AcceptanceReport:
         if bad is None:
             return "accepted" if self.accepted else "incomplete"
         return f"rejected at {bad.name}: {bad.detail}"
+
+
+def replay_metadata(report: "AcceptanceReport | list[dict[str, Any]]") -> dict[str, Any]:
+    """What an accepted report adds to a registry entry's metadata: ``verified: False`` for
+    a program without solution(), ``solution_form`` when the win needed an alternate
+    reading. Takes a report, or stored verdict dicts (whose ``solution_replay`` entry may
+    carry ``verified``/``solution_form`` keys)."""
+    if isinstance(report, AcceptanceReport):
+        verified, form = report.verified, report.solution_form
+    else:
+        replay = next((v for v in report if isinstance(v, dict) and v.get("name") == "solution_replay"), {})
+        verified, form = replay.get("verified", True), replay.get("solution_form", 0)
+    out: dict[str, Any] = {}
+    if verified is False:
+        out["verified"] = False
+    if form:
+        out["solution_form"] = int(form)
+    return out

@@ -67,7 +67,7 @@ class SpadeEnv(gym.Env[str, str]):
         self._session: EnvSession = self._runtime.open(
             source, kwargs=env_kwargs, filename=self.spade_metadata.get("file", "<env>")
         )
-        self._last_obs = ""
+        self._last_obs = self._first_obs = ""
         self._failed = False
 
     # -- Gymnasium API --------------------------------------------------------------
@@ -84,7 +84,7 @@ class SpadeEnv(gym.Env[str, str]):
                 obs = f"{obs}\n\nHint: {hint}"
                 info["hint"] = hint
         self._failed = False
-        self._last_obs = obs
+        self._last_obs = self._first_obs = obs
         return obs, info
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict]:
@@ -123,7 +123,7 @@ class SpadeEnv(gym.Env[str, str]):
         return "\n".join(self.solution_actions())
 
     def solution_actions(self) -> list[str]:
-        plans = solution_plans(self._session.solution(), self._session.tools)  # the form acceptance replayed:
+        plans = solution_plans(self._session.solution(), self._session.tools, self._first_obs)  # acceptance's form:
         return plans[min(int(self.spade_metadata.get("solution_form") or 0), len(plans) - 1)]
 
     def hint(self) -> str | None:

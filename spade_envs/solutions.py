@@ -16,7 +16,8 @@ returns (joined by newlines) and acceptance replays first. Forms, in order of pr
 2. **Boxed actions**: each non-empty line is one action; a line holding several
    ``\boxed{}`` is one action per box.
 3. **Bare text**: a single line is a bare answer, replayed as ``\boxed{answer}``; several
-   lines are one action per line, as written.
+   lines are one action per line, as written, or each boxed when the episode's first
+   observation asks for ``\boxed{}`` (as SPADE's multi-turn games do).
 
 Alternates (tried by acceptance when the primary does not win): bare lines boxed one by
 one, the whole bare text boxed once, a single bare line as written, and ``\boxed{X}``
@@ -252,8 +253,12 @@ def _boxed_lines(text: str) -> list[str]:
     return out
 
 
-def solution_plans(value: Any, tools: list[dict[str, Any]] | None = None) -> list[list[str]]:
-    """Candidate action lists for a ``solution()`` value, primary first, no duplicates."""
+def solution_plans(value: Any, tools: list[dict[str, Any]] | None = None,
+                   observation: str | None = None) -> list[list[str]]:
+    """Candidate action lists for a ``solution()`` value, primary first, no duplicates.
+    ``observation`` (the episode's first observation): when it asks for ``\\boxed{}``,
+    several bare lines are boxed one by one first (SPADE's multi-turn games read every
+    action from a box)."""
     text = _text(value)
     plans: list[list[str]] = []
     stripped = text.strip()
@@ -269,7 +274,10 @@ def solution_plans(value: Any, tools: list[dict[str, Any]] | None = None) -> lis
     else:
         lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
         if len(lines) > 1:
-            plans += [lines, [f"\\boxed{{{ln}}}" for ln in lines], [f"\\boxed{{{stripped}}}"]]
+            boxed = [f"\\boxed{{{ln}}}" for ln in lines]
+            asks_box = isinstance(observation, str) and "\\boxed" in observation
+            plans += [boxed, lines] if asks_box else [lines, boxed]
+            plans.append([f"\\boxed{{{stripped}}}"])
         else:
             plans += [[f"\\boxed{{{stripped}}}"], [stripped]]
     unique: list[list[str]] = []
@@ -279,6 +287,7 @@ def solution_plans(value: Any, tools: list[dict[str, Any]] | None = None) -> lis
     return unique or [["\\boxed{}"]]
 
 
-def solution_to_actions(value: Any, tools: list[dict[str, Any]] | None = None) -> list[str]:
+def solution_to_actions(value: Any, tools: list[dict[str, Any]] | None = None,
+                        observation: str | None = None) -> list[str]:
     """The primary replay of a ``solution()`` value (see the module docstring)."""
-    return solution_plans(value, tools)[0]
+    return solution_plans(value, tools, observation)[0]

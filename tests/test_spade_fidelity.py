@@ -85,6 +85,42 @@ def test_text_game_forms():
     assert solution_to_actions("\\boxed{\\frac{1}{2}}") == ["\\boxed{\\frac{1}{2}}"]
 
 
+def test_bare_lines_are_boxed_when_the_observation_asks_for_boxes():
+    assert solution_to_actions("go north\ngo east", observation="Actions: \\boxed{go north}") == \
+        ["\\boxed{go north}", "\\boxed{go east}"]
+    assert solution_to_actions("go north\ngo east", observation="Type a direction.") == ["go north", "go east"]
+
+
+WHOLE = """
+import random
+class TwoWordsEnv:
+    def __init__(self, **kw):
+        self.reset()
+    def reset(self, seed=None):
+        rng = random.Random(seed)
+        self._w = [rng.choice(["amber", "birch", "cedar", "delta", "ember"]) + str(rng.randint(10, 99)) for _ in range(2)]
+        return "Send both words of the pair, on two lines, in a single box.", {}
+    def step(self, action):
+        won = action.strip() == "\\\\boxed{" + "\\n".join(self._w) + "}"
+        return ("yes" if won else "no"), float(won), won, False, {}
+    def solution(self):
+        return "\\n".join(self._w)
+"""
+
+
+def test_alternate_reading_is_recorded_and_used_by_gym():
+    from spade_envs.designer.acceptance import AcceptancePipeline
+
+    report = AcceptancePipeline(runtime=InProcessRuntime()).run(WHOLE, "two.py")
+    assert report.accepted and report.solution_form == 2, report.summary()
+    env = SpadeEnv(source=WHOLE, trust_remote_code=True)
+    env.reset(seed=4)
+    assert env.step(env.solution_actions()[0])[1] == 0.0  # the primary reading does not win
+    env.spade_metadata["solution_form"] = 2  # what the registry stores from the report
+    env.reset(seed=4)
+    assert [env.step(a)[1] for a in env.solution_actions()] == [1.0]
+
+
 def test_tool_use_bare_answer_and_fallback_need():
     assert solution_plans("42", FS_TOOLS) == [["<answer>42</answer>"], ["\\boxed{42}"]]
     assert needs_final_answer("1. ls() -> []", FS_TOOLS)
@@ -148,7 +184,7 @@ def test_step_crash_in_play_is_minus_one_terminated():
 # -- SPADE-format programs replay to a win through the Gymnasium wrapper ----------------
 @pytest.mark.parametrize("name, form", [
     ("game_00001_000_mathematical_reasoning.py", 0),
-    ("game_00001_001_spatial_reasoning.py", 1),  # bare moves; the game reads \boxed{}
+    ("game_00001_001_spatial_reasoning.py", 0),  # bare moves, boxed since the observation asks for \boxed{}
     ("game_00001_003_api_orchestration.py", 0),
     ("game_00001_004_multi-step_workflows.py", 0),
 ])
@@ -178,7 +214,7 @@ def test_program_without_solution_plays():
 # -- linear time ----------------------------------------------------------------------
 def _seconds(fn, text) -> float:
     best = float("inf")
-    for _ in range(3):
+    for _ in range(5):
         t0 = time.perf_counter()
         fn(text)
         best = min(best, time.perf_counter() - t0)
@@ -196,7 +232,7 @@ def _seconds(fn, text) -> float:
     ("quotes", lambda t: solution_plans(t, FS_TOOLS), "ls('"),
 ])
 def test_parsers_are_linear(label, fn, unit):
-    small, big = unit * 2500, unit * 50000
+    small, big = unit * 5000, unit * 100000
     t_big = _seconds(fn, big)
     ratio = t_big / max(_seconds(fn, small), 1e-6)
     # linear: ~20x (more with cache effects on a busy machine); quadratic: ~400x
