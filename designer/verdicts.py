@@ -32,6 +32,12 @@ STAGES: tuple[str, ...] = (
     "novelty",
 )
 
+#: The stages of a multi-player game (:mod:`spade_envs.designer.game_stages`), in order.
+GAME_STAGES: tuple[str, ...] = (
+    "size_syntax", "compile", "interface", "smoke", "determinism", "random_play", "scripted_play",
+    "garbage", "information", "novelty",
+)
+
 
 @dataclass(frozen=True)
 class StageVerdict:
@@ -50,7 +56,8 @@ class StageVerdict:
 class AcceptanceReport:
     """The verdicts of one candidate source, in stage order.
 
-    ``accepted`` is true only when every stage of :data:`STAGES` ran and passed.
+    ``accepted`` is true only when every stage of ``expected`` (:data:`STAGES`, or
+    :data:`GAME_STAGES` for a game) ran and passed.
     """
 
     filename: str = "<env>"
@@ -62,11 +69,16 @@ class AcceptanceReport:
     verified: bool = True
     #: which reading of solution() replays the win (index into solution_plans(); 0 = primary)
     solution_form: int = 0
+    expected: tuple[str, ...] = STAGES
+
+    @property
+    def multiplayer(self) -> bool:
+        return self.expected == GAME_STAGES
 
     @property
     def accepted(self) -> bool:
         names = [s.name for s in self.stages]
-        return names == list(STAGES) and all(s.ok for s in self.stages)
+        return names == list(self.expected) and all(s.ok for s in self.stages)
 
     @property
     def rejected_at(self) -> str | None:
@@ -85,7 +97,7 @@ class AcceptanceReport:
 
     def to_json(self) -> dict[str, Any]:
         """The ``spade validate --json`` object (DESIGN.md section 10, plus extra keys)."""
-        return {
+        out = {
             "accepted": self.accepted,
             "rejected_at": self.rejected_at,
             "stages": [s.to_json() for s in self.stages],
@@ -96,6 +108,9 @@ class AcceptanceReport:
             "verified": self.verified,
             "solution_form": self.solution_form,
         }
+        if self.multiplayer:
+            out["multiplayer"] = True
+        return out
 
     def summary(self) -> str:
         """One line: ``accepted`` or ``rejected at STAGE: detail``."""

@@ -235,8 +235,8 @@ def test_parsers_are_linear(label, fn, unit):
     small, big = unit * 5000, unit * 100000
     t_big = _seconds(fn, big)
     ratio = t_big / max(_seconds(fn, small), 1e-6)
-    # linear: ~20x (more with cache effects on a busy machine); quadratic: ~400x
-    assert ratio < 120 and t_big < 3.0, f"{label}: 20x input took {ratio:.0f}x the time ({t_big:.2f} s)"
+    # linear: ~20x (up to ~120x seen with cache effects on a busy machine); quadratic: ~400x
+    assert ratio < 200 and t_big < 3.0, f"{label}: 20x input took {ratio:.0f}x the time ({t_big:.2f} s)"
 
 
 def test_leak_sequence_check_is_linear_on_dashes():
