@@ -3,7 +3,8 @@ generated program (spade-rl/spade ``spare/core/envs/synthetic_game_env.py``), wr
 from its documented behaviour so that drift between spade-envs and SPADE shows:
 
 - the names SPADE pre-injects are available without import, and ``ToolUseBaseEnv``
-  (here spade-envs' own class: the rules, not the base class, are under test);
+  (here spade-envs' own class: the rules, not the base class, are under test), also
+  importable as ``from tool_use_base_env import ToolUseBaseEnv`` (SPADE aliases the module);
 - the game class is the first module-level name ending in ``Env`` that is not ``Env`` or
   ``ToolUseBaseEnv`` and is callable;
 - it is built with ``max_turns=N``, or without arguments when that raises ``TypeError``;
@@ -58,8 +59,12 @@ class SpadeLoadError(Exception):
 
 def spade_load(code: str, max_turns: int = 25) -> Any:
     """The game instance SPADE's rules would accept, or :class:`SpadeLoadError`."""
+    import sys
+
+    from spade_envs import toolbase
     from spade_envs.toolbase import ToolUseBaseEnv
 
+    sys.modules.setdefault("tool_use_base_env", toolbase)
     namespace: dict[str, Any] = {"__name__": "dynamic_game"}
     for name, obj in _INJECTED.items():
         namespace.setdefault(name, obj)

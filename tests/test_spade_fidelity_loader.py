@@ -58,6 +58,9 @@ CASES = {
     "module_raises": variant(extra="\n\nraise RuntimeError('bad module')\n"),
 }
 CASES.update({p.stem: p.read_text() for p in sorted(PROGRAMS.glob("game_*.py"))})
+#: SPADE aliases its base-class module, so designers may import it
+CASES["imports_tool_use_base_env"] = "from tool_use_base_env import ToolUseBaseEnv\n" + \
+    (PROGRAMS / "game_00001_003_api_orchestration.py").read_text()
 
 
 def ours_load(code: str) -> str | None:
@@ -110,7 +113,8 @@ def test_spade_format_programs_are_accepted_sandboxed(path):
     assert report.verified is ("logical_deduction" not in path.name)
 
 
-@pytest.mark.parametrize("name", ["bare_string_reset", "no_solution", "injected_names", "big_reward_range"])
+@pytest.mark.parametrize("name", ["bare_string_reset", "no_solution", "injected_names", "big_reward_range",
+                                  "numpy_and_datetime", "main_block", "imports_tool_use_base_env"])
 def test_spade_tolerances_hold_sandboxed(name):
     pytest.importorskip("spade_envs.sandbox")
     report = AcceptancePipeline().run(CASES[name], f"{name}.py")
