@@ -54,7 +54,7 @@ def collect_tool_specs(source: str, runtime: Any, *, filename: str = "<env>",
 
 @functools.lru_cache(maxsize=None)
 def _seed_specs(seq: int) -> tuple[str, bool]:
-    from ..runtime import get_runtime
+    from ..trust import get_runtime
     from .catalog import seed_records
 
     rec = next(r for r in seed_records() if r.env_id.seq == seq)
