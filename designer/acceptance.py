@@ -28,8 +28,11 @@ DESIGN.md section 6. :class:`AcceptancePipeline` runs the stages of
     different seeds, different tasks, judged on ``solution()``: at least
     ``config.min_distinct_solutions`` distinct solutions over ``seeds + variety_seeds``.
 ``solution_replay``
-    replaying ``solution_to_actions(solution())`` from a fresh episode ends with a reward
-    >= ``config.win_reward`` for every seed of ``config.seeds``.
+    replaying ``solution()`` (its primary reading, else the first alternate reading of
+    :func:`spade_envs.solutions.solution_plans` that wins on every seed) from a fresh
+    episode ends with a reward >= ``config.win_reward`` for every seed of ``config.seeds``.
+    A program without ``solution()`` passes with the named verdict "no reference
+    solution: solvability unverified" (``report.verified`` is False).
 ``garbage``
     no probe of :func:`~spade_envs.designer.probes.garbage_probes`, each from a fresh
     episode, reaches ``win_reward`` (a probe equal to the episode's answer is skipped).
@@ -47,7 +50,9 @@ Multi-player games (``spade_envs.games``) run the stages of :data:`~.verdicts.GA
 (:mod:`.game_stages`) on the same runner instead. All environment code runs in ONE session per candidate, through a runtime
 (:func:`spade_envs.trust.get_runtime` unless one is given). Errors of the program
 (exceptions, timeouts, crashes, wrong types) become a failed verdict naming the reason;
-:meth:`AcceptancePipeline.run` never raises because of the candidate.
+:meth:`AcceptancePipeline.run` never raises because of the candidate. The budget
+``config.candidate_deadline_s`` is enforced between stages AND inside them (plays run in
+batches checked against the deadline), so a slow program stops near its budget.
 """
 
 import threading

@@ -44,7 +44,7 @@ from .hints import resolve_hint
 from .memory import DesignerMemory, MemoryEntry
 from .prompts import DEFAULT_MODES, MODES, SKILLS, build_prompt, prompt_hash, repair_messages
 from .regret import RegretEstimate, RewardMode
-from .verdicts import STAGES
+from .verdicts import STAGES, replay_metadata
 from .scoring import ScoreConfig, score_sources, store_scores
 
 #: the designer's stages, in order (progress bars and the summary use these names)
@@ -351,7 +351,8 @@ class EnvironmentDesigner:
             c.source = code
             report = pipeline.run(code, filename=f"candidate_{c.index:03d}.py")
             verdicts = [{"name": "extract", "ok": True, "detail": f"{len(code.splitlines())} lines of code"}]
-            verdicts += [{"name": s.name, "ok": s.ok, "detail": s.detail} for s in report.stages]
+            verdicts += [{"name": s.name, "ok": s.ok, "detail": s.detail,
+                          **(replay_metadata(report) if s.name == "solution_replay" else {})} for s in report.stages]
             if report.accepted:  # later candidates of this run must differ from it too
                 self.memory.novelty_index().add(f"candidate-{c.index}", code)
         c.attempts.append(Attempt(round_no, len(answer), verdicts, time.perf_counter() - t0))
@@ -375,7 +376,8 @@ class EnvironmentDesigner:
                     metadata={"mode": c.mode, "prompt_hash": c.prompt_hash, "hint_origin": hint.origin,
                               "repairs": c.repairs, "designer_seed": cfg.seed,
                               "attempts": [a.rejected_at for a in c.attempts],
-                              "accepted_sha256": source_sha256(c.source)},
+                              "accepted_sha256": source_sha256(c.source),
+                              **replay_metadata(c.attempts[-1].verdicts)},
                 )
             except SpadeError as exc:
                 c.notes.append(f"registration failed: {exc}")

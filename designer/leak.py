@@ -20,6 +20,15 @@ after whitespace is collapsed, it
 move sequences of three or more moves are always checked. Matching is case-insensitive
 with word boundaries (``105`` does not match inside ``1105``).
 
+**Linear time.** Single answers are matched with a regular expression that has no
+nested or adjacent unbounded repetition; move sequences are matched on the
+observation's alphanumeric tokens in one pass (no regular expression at all), so a
+hostile observation such as thousands of dashes costs one scan.
+
+**Protocol exception.** An answer shared by the solutions of every seed checked (such as
+``done`` in SPADE's multi-turn tool-use envs, whose feedback names ``<answer>done</answer>``)
+is part of the protocol, not a secret of one episode; the caller passes it in ``shared``.
+
 **Vocabulary exception.** A secret that also appears in the reset observation of another
 seed whose own solution does not contain it belongs to the task's vocabulary (a listed
 option, a fixed word of the prompt), not to this episode's answer, and is not checked.
@@ -39,12 +48,71 @@ MAX_BOXED_ACTIONS = 2
 SEQUENCE_MOVES = 4
 
 
+_TOKEN = re.compile(r"[A-Za-z0-9]+")
+#: most separator units (non-alphanumeric characters or the word ``boxed``) between moves
+MAX_GAP = 12
+
+
 @dataclass(frozen=True)
 class Secret:
-    """One thing an observation must not reveal: a label and its pattern."""
+    """One thing an observation must not reveal: a label and its pattern (a literal
+    answer) or its token sequence (a move list)."""
 
     label: str
-    pattern: re.Pattern[str]
+    pattern: re.Pattern[str] | None = None
+    moves: tuple[tuple[str, ...], ...] = ()
+
+    def search(self, text: str) -> tuple[int, int] | None:
+        """``(start, end)`` of the first occurrence in ``text``, or None."""
+        if self.pattern is not None:
+            m = self.pattern.search(text)
+            return (m.start(), m.end()) if m else None
+        return _find_sequence(self.moves, text)
+
+
+def _find_sequence(moves: tuple[tuple[str, ...], ...], text: str) -> tuple[int, int] | None:
+    """Moves in order, each move's tokens adjacent (whitespace between), consecutive moves
+    separated by 1..MAX_GAP units of non-alphanumerics or the word ``boxed``."""
+    toks = [(m.group(0).casefold(), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+    if not moves or not toks:
+        return None
+    words = [t for move in moves for t in move]
+    # gap before each token, counting skipped "boxed" tokens as one unit each
+    kept: list[tuple[str, int, int, int]] = []  # (token, start, end, gap units before it)
+    pending_gap, prev_end = 0, None
+    for tok, start, end in toks:
+        between = 0 if prev_end is None else start - prev_end
+        if tok == "boxed":
+            pending_gap += between + 1
+        else:
+            kept.append((tok, start, end, pending_gap + between))
+            pending_gap = 0
+        prev_end = end
+    boundaries = set()
+    acc = 0
+    for move in moves[:-1]:
+        acc += len(move)
+        boundaries.add(acc)
+    n = len(words)
+    for i in range(len(kept) - n + 1):
+        if kept[i][0] != words[0]:
+            continue
+        ok = True
+        for k in range(1, n):
+            tok, _s, _e, gap = kept[i + k]
+            if tok != words[k]:
+                ok = False
+                break
+            if k in boundaries:
+                if not 1 <= gap <= MAX_GAP:
+                    ok = False
+                    break
+            elif not text[kept[i + k - 1][2] : kept[i + k][1]].isspace():
+                ok = False
+                break
+        if ok:
+            return kept[i][1], kept[i + n - 1][2]
+    return None
 
 
 def answer_candidates(solution: str) -> list[str]:
@@ -91,8 +159,9 @@ def secrets(solution: str, min_digits: int = 3, min_chars: int = 4) -> list[Secr
         moves = [extract_boxed(a) for a in solution_to_actions(text)]
         if len(moves) > MAX_BOXED_ACTIONS and all(moves):
             head = moves[:SEQUENCE_MOVES]
-            pattern = r"(?:[^A-Za-z0-9]|boxed){1,12}".join(_literal(m) for m in head)  # type: ignore[arg-type]
-            out.append(Secret("moves " + ", ".join(head), re.compile(pattern, re.IGNORECASE)))  # type: ignore[arg-type]
+            tokens = tuple(tuple(t.casefold() for t in _TOKEN.findall(m or "")) for m in head)
+            if all(tokens):
+                out.append(Secret("moves " + ", ".join(head), moves=tokens))  # type: ignore[arg-type]
     return out
 
 
@@ -103,18 +172,22 @@ def find_leak(
     *,
     min_digits: int = 3,
     min_chars: int = 4,
+    shared: Iterable[str] = (),
 ) -> tuple[str, str] | None:
     """The first ``(secret label, observation excerpt)`` where a secret of ``solution``
     appears in one of ``observations``; None when nothing leaks. ``others`` are
     ``(reset observation, solution)`` pairs of other seeds (the vocabulary exception)."""
     observations = list(observations)
     others = list(others)
+    protocol = {" ".join(str(a).split()).casefold() for a in shared}
     for secret in secrets(solution, min_digits, min_chars):
-        if any(secret.pattern.search(obs) and not secret.pattern.search(sol) for obs, sol in others):
+        if " ".join(secret.label.split()).casefold() in protocol:
+            continue
+        if any(secret.search(obs) and not secret.search(sol) for obs, sol in others):
             continue
         for obs in observations:
-            m = secret.pattern.search(obs)
+            m = secret.search(obs)
             if m:
-                lo, hi = max(0, m.start() - 30), min(len(obs), m.end() + 30)
+                lo, hi = max(0, m[0] - 30), min(len(obs), m[1] + 30)
                 return secret.label, obs[lo:hi].replace("\n", " ")
     return None

@@ -116,14 +116,6 @@ def _two_env_classes(src: str) -> str | None:
     return src + f"\n\nclass Shadow{info.class_name}({info.class_name}):\n    pass\n"
 
 
-def _missing_solution(src: str) -> str | None:
-    info = inspect_program(src)
-    tree = ast.parse(src)
-    cls = _env_class(tree, info.class_name)
-    cls.body = [n for n in cls.body if not (isinstance(n, ast.FunctionDef) and n.name == "solution")] or [ast.Pass()]
-    return ast.unparse(tree) + "\n"
-
-
 def _step(body: str) -> Callable[[str], str | None]:
     return lambda src: _wrap(src, "step", "def step(self, action):\n    r = ORIG(action)\n" + textwrap.indent(body, "    "))
 
@@ -181,14 +173,15 @@ OPERATORS: dict[str, tuple[Callable[[str], str | None], str | tuple[str, ...]]] 
     "syntax_error": (_syntax_error, "size_syntax"),
     "no_env_class": (_no_env_class, "interface"),
     "two_env_classes": (_two_env_classes, "interface"),
-    "missing_solution": (_missing_solution, "interface"),
+    # no solution() is no defect (SPADE requires only reset and step): accepted unverified
     "step_tuple_length": (_step("return tuple(r)[:4]\n"), "interface"),
     "reward_not_number": (_step("return (r[0], str(r[1])) + tuple(r[2:])\n"), "interface"),
     "terminated_not_bool": (_step("return (r[0], r[1], 'no', r[3], r[4])\n"), "interface"),
     "info_not_dict": (_step("return tuple(r)[:4] + ([],)\n"), "interface"),
     "obs_not_str": (_reset("o, i = ORIG(seed)\nreturn [o], i\n"), "interface"),
     "reset_info_not_dict": (_reset("o, i = ORIG(seed)\nreturn o, None\n"), "interface"),
-    "solution_none": (_solution("return None\n"), "interface"),
+    # SPADE str()s solution(): None is the text "None", the same for every seed
+    "solution_none": (_solution("return None\n"), ("seed_variety", "solution_replay")),
     "solution_raises": (_solution("raise ValueError('no solution today')\n"), "interface"),
     "hint_not_str": (_hint_not_str, "interface"),
     "invalid_tool_spec": (_invalid_tool_spec, "tool_specs"),

@@ -131,13 +131,19 @@ def normalized_tokens(source: str) -> list[str]:
 _FSTRING_TYPES = {getattr(tokenize, n) for n in ("FSTRING_START", "FSTRING_MIDDLE", "FSTRING_END") if hasattr(tokenize, n)}
 
 
+#: module docstrings that say nothing about the environment (SPADE's save_game_file header)
+_BOILERPLATE_DOCS = frozenset({"spare self-play generated game"})
+
+
 def description_text(source: str) -> str:
     """METADATA name/description and module/class docstrings (empty when unparsable)."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ""
-    parts = [ast.get_docstring(tree) or ""]
+    module_doc = ast.get_docstring(tree) or ""
+    # SPADE writes the same module docstring into every saved game: it describes nothing
+    parts = [] if module_doc.strip().casefold() in _BOILERPLATE_DOCS else [module_doc]
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
             parts.append(ast.get_docstring(node) or "")

@@ -5,8 +5,11 @@ r"""Probes and episode playing for the acceptance pipeline.
 - :func:`garbage_probes`: action sequences that must never win an episode: random text,
   empty text, ``\boxed{}`` with the usual guesses, ``<answer>`` junk, malformed tool calls,
   a spray of boxed digits, and the solution's first action repeated;
-- :func:`play`: one episode on a session (reset, then the actions in one batch), stopped at
-  the first step that ends the episode or raises.
+- :func:`play`: one episode on a session (reset, then the actions in batches), stopped at
+  the first step that ends the episode or raises, or at a ``deadline``: the batches grow
+  while steps are fast and shrink when they are slow, so a candidate's budget is checked
+  between batches of at most a few seconds (200 steps of 1.5 s each stop at the budget,
+  not after 5 minutes) and raises :class:`BudgetExceeded`.
 """
 
 from __future__ import annotations
@@ -17,11 +20,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spade_envs.actions import extract_answer, extract_boxed, parse_tool_calls
-from spade_envs.errors import SpadeError
+from spade_envs.errors import NO_SOLUTION_STAGE, EnvProgramError, SpadeError
 from spade_envs.runtime import EnvRuntime, EnvSession
 
 #: The guesses SPADE-style agents (and lazy designers' checkers) try first.
 COMMON_GUESSES: tuple[str, ...] = ("0", "1", "yes", "no", "A", "true")
+
+
+class BudgetExceeded(SpadeError):
+    """The candidate's time budget ran out in the middle of a play."""
+
+
+#: first batch size; batches then hold about CHUNK_SECONDS of steps (at most MAX_CHUNK)
+FIRST_CHUNK, MAX_CHUNK, CHUNK_SECONDS = 4, 64, 1.0
 
 
 @dataclass(frozen=True)
@@ -123,6 +134,7 @@ class Episode:
     error: SpadeError | None = None
     error_action: str | None = None
     max_call_s: float = 0.0
+    no_solution: bool = False
 
     @property
     def ended(self) -> bool:
@@ -147,38 +159,70 @@ def play(
     actions: list[str] | tuple[str, ...],
     *,
     want_solution: bool = False,
+    deadline: float | None = None,
 ) -> Episode:
-    """Reset ``session`` with ``seed`` and step ``actions`` in one batch.
+    """Reset ``session`` with ``seed`` and step ``actions`` in batches.
 
     Errors of ``reset()``/``solution()`` propagate (the caller's stage reports them); an
-    error of a step is recorded in the episode. Steps after the one that ended the
-    episode are discarded (a batch may run them; the next play resets anyway)."""
+    error of a step is recorded in the episode. ``solution()`` of a program that has none
+    leaves ``episode.solution`` None and sets ``no_solution``. Steps after the one that
+    ended the episode are discarded. ``deadline`` (a ``time.perf_counter()`` value):
+    :class:`BudgetExceeded` is raised before a batch that would start after it."""
     t0 = time.perf_counter()
+    _check(deadline)
     obs0, _info = session.reset(seed)
     max_call = time.perf_counter() - t0
     episode = Episode(seed=seed, obs0=obs0)
     if want_solution:
         t0 = time.perf_counter()
-        episode.solution = session.solution()
+        try:
+            episode.solution = session.solution()
+        except EnvProgramError as exc:
+            if not is_no_solution(exc):
+                raise
+            episode.no_solution = True
         max_call = max(max_call, time.perf_counter() - t0)
-    if actions:
+    done, chunk = 0, FIRST_CHUNK
+    while done < len(actions):
+        _check(deadline)
+        if deadline is not None:
+            chunk = max(1, min(chunk, int((deadline - time.perf_counter()) / max(max_call, 1e-3)) or 1))
+        batch = list(actions[done : done + chunk])
         t0 = time.perf_counter()
-        results = runtime.step_batch([(session, a) for a in actions])
-        per_step = (time.perf_counter() - t0) / len(actions)
+        results = runtime.step_batch([(session, a) for a in batch])
+        elapsed = time.perf_counter() - t0
+        per_step = elapsed / len(batch)
         max_call = max(max_call, per_step)
         # a call that timed out loses the whole batch's replies: name the culprit
         culprit = next(
             (i for i, r in enumerate(results) if isinstance(r, SpadeError) and getattr(r, "kind", "") == "timeout"),
             None,
         )
-        for i, (action, result) in enumerate(zip(actions, results)):
+        stop = False
+        for i, (action, result) in enumerate(zip(batch, results)):
             if isinstance(result, SpadeError):
                 at = i if culprit is None else culprit
-                episode.error, episode.error_action = results[at], actions[at]  # type: ignore[assignment]
+                episode.error, episode.error_action = results[at], batch[at]  # type: ignore[assignment]
+                stop = True
                 break
             obs, reward, terminated, truncated, _info = result
             episode.steps.append((obs, reward, terminated, truncated))
             if terminated or truncated:
+                stop = True
                 break
+        if stop:
+            break
+        done += len(batch)
+        chunk = max(1, min(MAX_CHUNK, int(CHUNK_SECONDS / max(per_step, 1e-6))))
     episode.max_call_s = max_call
     return episode
+
+
+def _check(deadline: float | None) -> None:
+    if deadline is not None and time.perf_counter() > deadline:
+        raise BudgetExceeded("the candidate's time budget ran out")
+
+
+def is_no_solution(exc: BaseException) -> bool:
+    """True for the error a session raises when the program defines no ``solution()``."""
+    return isinstance(exc, EnvProgramError) and getattr(exc, "stage", None) == NO_SOLUTION_STAGE

@@ -51,13 +51,15 @@ The program format (follow it exactly):
 - step(self, action: str) -> (observation: str, reward: float, terminated: bool,
   truncated: bool, info: dict). Reward 1.0 for a win, 0.0 otherwise (partial credit
   in [0, 1] is allowed). Truncate after max_turns steps. Never crash on malformed actions.
-- solution(self) -> str: what wins the CURRENT episode.
+- solution(self) -> str: what wins the CURRENT episode (write it: without it the
+  environment can only be stored as unverified, since no win can be replayed).
 - hint(self) -> str (recommended): a privileged hint about the strategy that does NOT
   contain the answer.
 - The observation must never contain the answer; guessing ("0", "1", "yes", "42") must not win.
 - Allowed without import: random re math json itertools collections functools string copy
-  heapq operator statistics, deque defaultdict Counter, typing names. No files, no network,
-  no os/sys/subprocess, no input().
+  heapq operator statistics np numpy, deque defaultdict Counter OrderedDict namedtuple
+  combinations permutations product chain accumulate reduce lru_cache deepcopy heappush
+  heappop, typing names. No files, no network, no os/sys/subprocess, no input().
 """
 
 MODE_RULES = {
@@ -73,8 +75,8 @@ Mode: single-answer puzzle.
 Mode: multi-step game.
 - Every step takes ONE action (a move such as "\\boxed{up}" or "\\boxed{3 4}") and
   returns what changed; the game is won only after several correct moves.
-- solution() returns the winning moves of the current episode, one per line, each
-  in \\boxed{...}; stepping them in order from reset must win.
+- solution() returns the winning moves of the current episode, one per line (each
+  in \\boxed{...}, or bare moves, one per line); stepping them in order from reset must win.
 - Invalid moves get an explanatory observation (and reward 0.0), never an exception.
 """,
     "tool": """\
@@ -100,6 +102,8 @@ class ExampleEnv(ToolUseBaseEnv):
     def solution(self):                     # the tool calls, then the answer
         return '<tool_call>{"name": "lookup", "arguments": {"key": "..."}}</tool_call>\\n<answer>...</answer>'
 
+- solution() may also be a numbered walkthrough of the declared tools, e.g.
+  '1. lookup(key="a") -> ... 2. lookup(key="b") -> ... ANSWER: 42'; each call is replayed.
 - Do NOT write step(), get_tools() or answer parsing: ToolUseBaseEnv validates the
   arguments against the JSON Schema, dispatches <tool_call>{"name": ..., "arguments": {...}}</tool_call>
   to tool_<name>, and checks <answer>...</answer> against self._expected_answer.

@@ -5,8 +5,9 @@ each, and stops at the first failure. A stage returns its verdict's detail or ra
 :class:`Reject` (or a :class:`~spade_envs.errors.SpadeError`) with the reason; a program
 error that belongs to a LATER stage (``EnvProgramError.stage``) is held in
 ``Context.pending`` and reported when that stage comes. The per-candidate budget
-(``config.candidate_deadline_s``) and the per-call deadline (``config.step_deadline_s``)
-are enforced here; a bug in a stage becomes a failed verdict, never an exception.
+(``config.candidate_deadline_s``, checked between stages here and inside them through
+``Context.deadline``, which plays honour by raising ``probes.BudgetExceeded``) and the
+per-call deadline (``config.step_deadline_s``) are enforced here; a bug in a stage becomes a failed verdict, never an exception.
 
 Stages every pipeline shares live here too: ``size_syntax`` and ``novelty``. The
 single-player stages are :class:`~spade_envs.designer.stages.StageChecks`, the game stages
@@ -27,6 +28,7 @@ from spade_envs.program import parse_source, source_sha256
 from spade_envs.runtime import EnvRuntime, EnvSession
 from spade_envs.trust import get_runtime
 
+from .probes import BudgetExceeded
 from .verdicts import STAGES, AcceptanceReport, StageVerdict
 
 NoveltyCheck = Callable[[str], "tuple[bool, str]"]
@@ -102,6 +104,11 @@ class Context:
     garbage_obs: list[tuple[Any, str]] = field(default_factory=list)  # (seed, obs), episode not over
     game_info: Any = None  # games: spade_envs.games.GameInfo
     game: Any = None  # games: spade_envs.games.MultiPlayerSession
+    # single-player replay (issue 14): programs without solution(), the reading that won
+    no_solution: bool = False  # the program defines no solution()
+    solution_form: int = 0  # index into spade_envs.solutions.solution_plans() of the winning replay
+    snapshots: dict[Any, str] = field(default_factory=dict)  # seed -> JSON state after reset (no solution())
+    deadline: float | None = None  # perf_counter() value when the candidate's budget ends
 
 
 class StageRunner:
@@ -139,6 +146,7 @@ class StageRunner:
     def run(self, source: Any, filename: str = "<env>") -> AcceptanceReport:
         """Run every stage on ``source``; the report lists the stages that ran."""
         ctx = Context(source=source, filename=filename, started=time.perf_counter())
+        ctx.deadline = ctx.started + self.config.candidate_deadline_s  # plays check it inside stages
         report = self.new_report(filename)
         try:
             for name in self.stage_names:
@@ -153,6 +161,8 @@ class StageRunner:
             report.class_name = ctx.class_name
             report.sha256 = source_sha256(source) if isinstance(source, str) else ""
             report.seconds = time.perf_counter() - ctx.started
+            report.verified = not ctx.no_solution
+            report.solution_form = ctx.solution_form
         return report
 
     def _run_stage(self, name: str, ctx: Context) -> StageVerdict | None:
@@ -169,6 +179,8 @@ class StageRunner:
             ok, detail = True, getattr(self, f"_stage_{name}")(ctx)
         except Reject as exc:
             ok, detail = False, str(exc)
+        except BudgetExceeded:
+            ok, detail = False, f"candidate exceeded its {self.config.candidate_deadline_s:g} s budget (during this stage)"
         except EnvProgramError as exc:
             if exc.stage in order and order.index(exc.stage) > order.index(name):
                 ctx.pending[exc.stage] = str(exc)

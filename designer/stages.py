@@ -11,15 +11,27 @@ solutions, replays, garbage observations).
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
-from spade_envs.actions import parse_tool_calls, solution_to_actions
+from spade_envs.actions import parse_tool_calls
 from spade_envs.errors import EnvExecutionError, EnvProgramError
 from spade_envs.program import inspect_program
+from spade_envs.registry.verification import NO_REFERENCE  # the solution_replay detail of no solution()
+from spade_envs.solutions import solution_plans, tool_use_actions
+from spade_envs.tools import type_note
 
 from .leak import answer_candidates, find_leak, secrets
-from .probes import Episode, Probe, garbage_probes, normalize_answer, play, smoke_actions
+from .probes import (
+    BudgetExceeded,
+    Episode,
+    Probe,
+    garbage_probes,
+    normalize_answer,
+    play,
+    smoke_actions,
+)
 from .stage_runner import Context, Reject, StageRunner
 from .verdicts import STAGES
 
@@ -36,15 +48,37 @@ class StageChecks(StageRunner):
 
     def _play(self, ctx: Context, seed: Any, actions: list[str] | tuple[str, ...], *, want_solution: bool = False) -> Episode:
         assert ctx.session is not None
-        episode = play(self.runtime, ctx.session, seed, actions, want_solution=want_solution)
+        episode = play(self.runtime, ctx.session, seed, actions, want_solution=want_solution, deadline=ctx.deadline)
         self._track(ctx, episode.max_call_s, f"a call with seed {seed}")
+        if episode.no_solution:
+            ctx.no_solution = True
         return episode
+
+    def _plans(self, ctx: Context, seed: Any) -> list[list[str]]:
+        tools = ctx.session.tools if ctx.session is not None else []
+        return solution_plans(ctx.solutions.get(seed) or "", tools, ctx.resets.get(seed))
+
+    def _actions(self, ctx: Context, seed: Any) -> list[str]:
+        """The replay of ``seed``'s solution (the form that won, once known); [] without one."""
+        if ctx.no_solution:
+            return []
+        plans = self._plans(ctx, seed)
+        return plans[min(ctx.solution_form, len(plans) - 1)]
+
+    def _budget(self, ctx: Context) -> None:
+        if ctx.deadline is not None and time.perf_counter() > ctx.deadline:
+            raise BudgetExceeded("the candidate's time budget ran out")
 
     def _solution(self, ctx: Context, seed: Any) -> str:
         if seed not in ctx.solutions:
+            self._budget(ctx)
             obs, _ = ctx.session.reset(seed)  # type: ignore[union-attr]
             ctx.resets.setdefault(seed, obs)
-            ctx.solutions[seed] = ctx.session.solution()  # type: ignore[union-attr]
+            if ctx.no_solution:
+                ctx.solutions[seed] = ""
+                ctx.snapshots[seed] = json.dumps(ctx.session.snapshot(), sort_keys=True, default=repr)  # type: ignore[union-attr]
+            else:
+                ctx.solutions[seed] = ctx.session.solution()  # type: ignore[union-attr]
         return ctx.solutions[seed]
 
     # -- stages ------------------------------------------------------------------------
@@ -103,11 +137,14 @@ class StageChecks(StageRunner):
         if not episode.obs0.strip():
             raise Reject(f"reset(seed={seed}) returned an empty observation")
         solution = episode.solution or ""
-        if not solution.strip():
+        if ctx.no_solution:
+            about = "no solution() (optional, as in SPADE)"
+        elif not solution.strip():
             raise Reject(f"solution() returned an empty string (seed {seed}); it must return the winning action text")
+        else:
+            about = f"solution() -> {len(self._actions(ctx, seed))} action(s)"
         return (
-            f"{ctx.class_name}: reset -> (str, dict), step -> (str, float, bool, bool, dict), "
-            f"solution() -> {len(solution_to_actions(solution))} action(s)"
+            f"{ctx.class_name}: reset -> (str, dict), step -> (str, float, bool, bool, dict), {about}"
             + (", hint() -> str" if hint is not None else "")
         )
 
@@ -129,6 +166,8 @@ class StageChecks(StageRunner):
         names = [t["function"]["name"] for t in tools]
         solution = ctx.solutions[self.config.seeds[0]]
         called = {c.name for c in parse_tool_calls(solution) if not c.error}
+        if tools:
+            called |= {c.name for a in tool_use_actions(solution, tools) for c in parse_tool_calls(a) if not c.error}
         if called and not tools:
             raise Reject(f"solution() calls tools ({', '.join(sorted(called))}) but get_tools() declares none")
         undeclared = sorted(called - set(names))
@@ -136,7 +175,9 @@ class StageChecks(StageRunner):
             raise Reject(f"solution() calls undeclared tool(s): {', '.join(undeclared)}")
         if not tools:
             return "no tools (text-only environment)"
-        return f"{len(tools)} valid tool spec(s): {', '.join(names)}"
+        notes = [f"{t['function']['name']}: {type_note(t)}" for t in tools if type_note(t)]
+        note = f"; note: {'; '.join(notes)} (JSON Schema types now)" if notes else ""
+        return f"{len(tools)} valid tool spec(s): {', '.join(names)}{note}"
 
     def _stage_smoke(self, ctx: Context) -> str:
         if ctx.fresh_error is not None:
@@ -154,9 +195,11 @@ class StageChecks(StageRunner):
             if episode.error is not None:
                 raise Reject(f"step({_short(episode.error_action)}) after reset(seed={episode.seed}) failed: {_err(episode.error)}")
             n_steps += len(episode.steps)
+            if ctx.no_solution:
+                continue
             if not (episode.solution or "").strip():
                 raise Reject(f"solution() is empty for seed {episode.seed}")
-            n_actions = len(solution_to_actions(episode.solution or ""))
+            n_actions = len(solution_plans(episode.solution or "", ctx.session.tools)[0])  # type: ignore[union-attr]
             if n_actions > self.config.max_solution_actions:
                 raise Reject(f"solution() has {n_actions} actions for seed {episode.seed} (limit {self.config.max_solution_actions})")
         return (
@@ -171,11 +214,11 @@ class StageChecks(StageRunner):
     def _stage_determinism(self, ctx: Context) -> str:
         twice = list(self.config.seeds)[: max(1, self.config.determinism_seeds)]
         for seed in self.config.seeds:
-            actions = solution_to_actions(ctx.solutions[seed])
+            actions = self._actions(ctx, seed) or smoke_actions()[:3]  # junk when there is no solution
             first = self._play(ctx, seed, actions, want_solution=True)
             for label, a, b in (
                 ("first observation", ctx.resets[seed], first.obs0),
-                ("solution()", ctx.solutions[seed], first.solution),
+                ("solution()", ctx.solutions[seed], first.solution or ""),
             ):
                 if a != b:
                     raise Reject(f"reset(seed={seed}) twice on one instance gave a different {label}: {_diff(a, b)}")
@@ -199,6 +242,15 @@ class StageChecks(StageRunner):
     def _stage_seed_variety(self, ctx: Context) -> str:
         seeds = list(self.config.seeds) + list(self.config.variety_seeds)
         solutions = [normalize_answer(self._solution(ctx, s)) for s in seeds]
+        if ctx.no_solution:  # judged on the tasks themselves: first observation and public state
+            for s in seeds:
+                if s not in ctx.snapshots:
+                    ctx.solutions.pop(s, None)
+                    self._solution(ctx, s)
+            distinct = len({(ctx.resets[s], ctx.snapshots[s]) for s in seeds})
+            if distinct < self.config.min_distinct_solutions:
+                raise Reject(f"the same task for every seed: {distinct} distinct task(s) (first observation and state) over {len(seeds)} seeds")
+            return f"{distinct} distinct tasks (first observation and state) over {len(seeds)} seeds (no solution() to compare)"
         distinct = len(set(solutions))
         if distinct < self.config.min_distinct_solutions:
             raise Reject(
@@ -208,10 +260,26 @@ class StageChecks(StageRunner):
         return f"{distinct} distinct solutions over {len(seeds)} seeds"
 
     def _stage_solution_replay(self, ctx: Context) -> str:
+        if ctx.no_solution:
+            return NO_REFERENCE
+        try:
+            return self._replay_form(ctx, 0)
+        except Reject as first:
+            n_forms = min(len(self._plans(ctx, s)) for s in self.config.seeds)
+            for form in range(1, n_forms):
+                try:
+                    return self._replay_form(ctx, form)
+                except Reject:
+                    continue
+            raise first from None
+
+    def _replay_form(self, ctx: Context, form: int) -> str:
+        """Replay form ``form`` of :func:`solution_plans` on every seed (form 0 was played
+        by the determinism stage); on success it becomes ``ctx.solution_form``."""
         rewards = []
         for seed in self.config.seeds:
-            episode = ctx.replays[seed]
-            actions = solution_to_actions(ctx.solutions[seed])
+            actions = self._plans(ctx, seed)[form]
+            episode = ctx.replays[seed] if form == 0 else self._play(ctx, seed, actions)
             if episode.error is not None:
                 raise Reject(f"replaying the solution of seed {seed}: step({_short(episode.error_action)}) failed: {_err(episode.error)}")
             if episode.last_reward < self.config.win_reward:
@@ -222,11 +290,13 @@ class StageChecks(StageRunner):
                     f"{self.config.win_reward:g} ({ended}; solution {_short(ctx.solutions[seed])})"
                 )
             rewards.append(episode.last_reward)
-        return f"solution wins on seeds {list(self.config.seeds)} (final rewards {rewards})"
+        ctx.solution_form = form
+        how = f" replayed as form {form} of the solution's readings" if form else ""
+        return f"solution wins on seeds {list(self.config.seeds)}{how} (final rewards {rewards})"
 
     def _stage_garbage(self, ctx: Context) -> str:
         seeds = list(self.config.seeds)
-        first_actions = solution_to_actions(ctx.solutions[seeds[0]])
+        first_actions = self._actions(ctx, seeds[0])
         probes = garbage_probes(ctx.session.tools, first_actions, self.config.max_garbage_probes)  # type: ignore[union-attr]
         played = skipped = 0
         for i, probe in enumerate(probes):
@@ -251,21 +321,26 @@ class StageChecks(StageRunner):
         probe_answers = probe.answers()
         for k in range(len(seeds)):
             seed = seeds[(i + k) % len(seeds)]
-            actions = solution_to_actions(ctx.solutions[seed])
-            truth = {normalize_answer(c) for c in answer_candidates(ctx.solutions[seed])}
+            actions = self._actions(ctx, seed)
+            truth = {normalize_answer(c) for c in answer_candidates(ctx.solutions[seed])} if actions else set()
             if tuple(actions) == probe.actions or (probe_answers & truth):
                 continue
             return seed
         return _NO_SEED
 
     def _stage_no_leak(self, ctx: Context) -> str:
+        if ctx.no_solution:
+            return "no reference solution: no answer to look for"
         cfg = self.config
         checked = 0
+        per_seed = [set(answer_candidates(sol)) for sol in ctx.solutions.values()]
+        shared = set.intersection(*per_seed) if len(per_seed) > 1 else set()  # protocol words such as "done"
         for seed in cfg.seeds:
             solution = ctx.solutions[seed]
             others = [(ctx.resets[s], sol) for s, sol in ctx.solutions.items() if s != seed and s in ctx.resets]
             observations = [ctx.resets[seed]] + [o for s, o in ctx.garbage_obs if s == seed]
-            leak = find_leak(solution, observations, others, min_digits=cfg.leak_min_digits, min_chars=cfg.leak_min_chars)
+            leak = find_leak(solution, observations, others, min_digits=cfg.leak_min_digits,
+                             min_chars=cfg.leak_min_chars, shared=shared)
             if leak is not None:
                 raise Reject(f"the observation leaks the answer ({_short(leak[0])}, seed {seed}): ...{leak[1]}...")
             checked += len(secrets(solution, cfg.leak_min_digits, cfg.leak_min_chars))

@@ -7,8 +7,9 @@ serializes to the ``spade validate --json`` shape::
     {"accepted": bool, "rejected_at": str | null,
      "stages": [{"name": str, "ok": bool, "detail": str, "seconds": float}], ...}
 
-(``seconds``, ``file``, ``class_name``, ``sha256`` and ``seconds_total`` are extra keys,
-which the contract allows.)
+(``seconds``, ``file``, ``class_name``, ``sha256``, ``seconds_total``, ``verified`` and
+``solution_form`` are extra keys, which the contract allows; ``verified`` is false for an
+accepted program without ``solution()``.)
 """
 
 from __future__ import annotations
@@ -64,6 +65,10 @@ class AcceptanceReport:
     class_name: str | None = None
     sha256: str = ""
     seconds: float = 0.0
+    #: False when the program has no solution(): accepted, but solvability unverified
+    verified: bool = True
+    #: which reading of solution() replays the win (index into solution_plans(); 0 = primary)
+    solution_form: int = 0
     expected: tuple[str, ...] = STAGES
 
     @property
@@ -100,6 +105,8 @@ class AcceptanceReport:
             "class_name": self.class_name,
             "sha256": self.sha256,
             "seconds_total": round(self.seconds, 6),
+            "verified": self.verified,
+            "solution_form": self.solution_form,
         }
         if self.multiplayer:
             out["multiplayer"] = True
@@ -111,3 +118,21 @@ class AcceptanceReport:
         if bad is None:
             return "accepted" if self.accepted else "incomplete"
         return f"rejected at {bad.name}: {bad.detail}"
+
+
+def replay_metadata(report: "AcceptanceReport | list[dict[str, Any]]") -> dict[str, Any]:
+    """What an accepted report adds to a registry entry's metadata: ``verified: False`` for
+    a program without solution(), ``solution_form`` when the win needed an alternate
+    reading. Takes a report, or stored verdict dicts (whose ``solution_replay`` entry may
+    carry ``verified``/``solution_form`` keys)."""
+    if isinstance(report, AcceptanceReport):
+        verified, form = report.verified, report.solution_form
+    else:
+        replay = next((v for v in report if isinstance(v, dict) and v.get("name") == "solution_replay"), {})
+        verified, form = replay.get("verified", True), replay.get("solution_form", 0)
+    out: dict[str, Any] = {}
+    if verified is False:
+        out["verified"] = False
+    if form:
+        out["solution_form"] = int(form)
+    return out

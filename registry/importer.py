@@ -1,12 +1,19 @@
-"""Reading environment candidates from files: SPADE-format ``.py`` programs and JSONL
-pools (one environment per row, its code in a field). Pure reading: acceptance and
-storing are the caller's job (the CLI runs the acceptance pipeline, then
+"""Reading environment candidates from files: SPADE-format ``.py`` programs, JSONL pools
+and Parquet pools (one environment per row, its code in a field). Pure reading:
+acceptance and storing are the caller's job (the CLI runs the acceptance pipeline, then
 :meth:`~.store.Registry.add`).
+
+SPADE's saved game files (``game_<rollout>_<index>_<skill_slug>.py``: a module docstring,
+then the program) come in as they are; the skill is read from the file name when the row
+or program names none. SPADE's own rejects (``reject_*.py``) are reported, not read.
+Parquet needs ``pyarrow`` (imported only when a Parquet file is read) and is read in
+record batches, so a large pool is never held in memory at once.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +27,19 @@ PASSTHROUGH = ("skill", "description", "generation", "designer_model", "groundin
                "regret", "win_rate_hint", "win_rate_plain", "tags", "max_episode_steps")
 
 POOL_SUFFIXES = (".jsonl", ".ndjson")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
+#: SPADE's saved game file names: game_{rollout:05d}_{index:03d}_{skill slug}.py
+_SPADE_GAME = re.compile(r"^game_\d+_\d+_([a-z0-9_]+)\.py$")
+#: row fields that may hold the file name (for the skill slug)
+NAME_FIELDS = ("filename", "file", "path", "name", "game_file")
+
+
+def spade_skill(filename: str) -> str | None:
+    """The skill of a SPADE saved game file name (``game_00012_003_logical_deduction.py``
+    -> ``logical deduction``), or None."""
+    m = _SPADE_GAME.match(Path(filename).name)
+    return m.group(1).replace("_", " ") if m else None
 
 
 @dataclass
@@ -34,6 +54,11 @@ class Candidate:
 
 def _row_fields(row: dict[str, Any]) -> dict[str, Any]:
     out = {k: row[k] for k in PASSTHROUGH if row.get(k) is not None}
+    if "skill" not in out:
+        name = next((row[k] for k in NAME_FIELDS if isinstance(row.get(k), str)), None)
+        skill = spade_skill(name) if name else None
+        if skill:
+            out["skill"] = skill
     meta = row.get("metadata")
     if isinstance(meta, dict):
         out["metadata"] = meta
@@ -65,16 +90,41 @@ def read_pool(path: Path) -> Iterator[Candidate]:
             if not isinstance(row, dict):
                 yield Candidate(where, None, error="row is not a JSON object")
                 continue
-            code = next((row[k] for k in CODE_FIELDS if isinstance(row.get(k), str) and row[k].strip()), None)
-            if code is None:
-                yield Candidate(where, None, error=f"no code field (expected one of: {', '.join(CODE_FIELDS)})")
-                continue
-            yield Candidate(where, code, _row_fields(row))
+            yield _row_candidate(where, row)
+
+
+def _row_candidate(where: str, row: dict[str, Any]) -> Candidate:
+    code = next((row[k] for k in CODE_FIELDS if isinstance(row.get(k), str) and row[k].strip()), None)
+    if code is None:
+        return Candidate(where, None, error=f"no code field (expected one of: {', '.join(CODE_FIELDS)})")
+    return Candidate(where, code, _row_fields(row))
+
+
+def read_parquet(path: Path, batch_rows: int = 256) -> Iterator[Candidate]:
+    """Candidates of a Parquet pool, row by row (``file.parquet:N``, 1-based)."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        yield Candidate(str(path), None, error="reading Parquet needs pyarrow (pip install pyarrow)")
+        return
+    try:
+        pf = pq.ParquetFile(path)
+        batches = pf.iter_batches(batch_size=batch_rows)
+        n = 0
+        for batch in batches:
+            for row in batch.to_pylist():
+                n += 1
+                yield _row_candidate(f"{path}:{n}", row) if isinstance(row, dict) else Candidate(f"{path}:{n}", None, error="row is not a record")
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        yield Candidate(str(path), None, error=f"not a readable Parquet file ({str(exc)[:200]})")
 
 
 def read_program(path: Path) -> Candidate:
+    if path.name.startswith("reject_"):
+        return Candidate(str(path), None, error="a game SPADE itself rejected (reject_*.py); not imported")
+    fields = {"skill": spade_skill(path.name)} if spade_skill(path.name) else {}
     try:
-        return Candidate(str(path), path.read_text(encoding="utf-8"))
+        return Candidate(str(path), path.read_text(encoding="utf-8"), fields)
     except UnicodeDecodeError:
         return Candidate(str(path), None, error="not UTF-8 text")
     except OSError as exc:
@@ -82,13 +132,17 @@ def read_program(path: Path) -> Candidate:
 
 
 def iter_candidates(paths: Iterable[str | Path]) -> Iterator[Candidate]:
-    """Candidates from ``.py`` files, JSONL pools and folders holding them (sorted)."""
+    """Candidates from ``.py`` files, JSONL and Parquet pools and folders holding them
+    (sorted; SPADE's ``*.reason.txt`` companions and other files are ignored)."""
     for p in map(Path, paths):
         if p.is_dir():
-            inner = sorted(q for q in p.iterdir() if q.suffix == ".py" or q.suffix in POOL_SUFFIXES)
+            inner = sorted(q for q in p.iterdir()
+                           if q.suffix == ".py" or q.suffix in POOL_SUFFIXES or q.suffix in PARQUET_SUFFIXES)
             yield from iter_candidates(inner)
         elif p.suffix in POOL_SUFFIXES:
             yield from read_pool(p)
+        elif p.suffix in PARQUET_SUFFIXES and p.exists():
+            yield from read_parquet(p)
         elif not p.exists():
             yield Candidate(str(p), None, error="no such file")
         else:

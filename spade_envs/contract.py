@@ -33,7 +33,10 @@ def check_info(info: Any, where: str) -> dict:
 
 
 def check_reset_result(result: Any) -> ResetResult:
-    """``reset`` must return ``(observation: str, info: dict)``."""
+    """``reset`` must return ``(observation: str, info: dict)``; a bare string is read as
+    ``(observation, {})``, as SPADE's loader reads it."""
+    if isinstance(result, str):
+        return check_observation(result, "reset()"), {}
     if not isinstance(result, tuple) or len(result) != 2:
         got = f"a {len(result)}-tuple" if isinstance(result, tuple) else type(result).__name__
         raise EnvProgramError(f"reset() must return a 2-tuple (observation, info), got {got}")

@@ -23,6 +23,19 @@ class EnvProgramError(SpadeError):
         self.stage = stage
 
 
+#: ``EnvProgramError.stage`` of a program that defines no ``solution()`` (the stage travels
+#: across the sandbox boundary; the class does not)
+NO_SOLUTION_STAGE = "no_solution"
+
+
+class NoSolutionError(EnvProgramError):
+    """The program defines no ``solution()`` (SPADE requires only ``reset`` and ``step``):
+    it plays, but nothing can replay a win, so acceptance marks it unverified."""
+
+    def __init__(self, message: str = "the program defines no solution()") -> None:
+        super().__init__(message, stage=NO_SOLUTION_STAGE)
+
+
 class ToolSpecError(EnvProgramError):
     """A tool specification is not a valid OpenAI function definition."""
 

@@ -13,7 +13,8 @@ sandbox for anything else unless ``trust_remote_code=True``.
   ``turn`` (step calls since reset) and, when the episode ends, ``terminated_by`` or
   ``truncated_by`` (``"max_turns"``, ``"env"``, or a failure verdict such as
   ``"timeout"``; see :mod:`spade_envs.episode`). A program that raises or hangs ends its
-  episode (``truncated=True``, ``info["error"]``) instead of raising into the caller.
+  episode as in SPADE (reward -1.0, ``terminated=True``, ``terminated_by`` the failure
+  verdict, ``info["error"]``) instead of raising into the caller.
 - Multi-player games (two or more players) are played from one seat against a built-in
   opponent: ``opponent="scripted"`` (default), ``"random"`` or a callable
   ``policy(observation, legal_actions) -> str``; ``seat=`` picks the agent's seat
@@ -30,7 +31,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from .actions import solution_to_actions
+from .solutions import solution_plans
 from .episode import EpisodeLog, coerce_action, coerce_seed, constructor_default, end_reason
 from .errors import EnvExecutionError, EnvProgramError, SpadeError
 from .prompts import SYSTEM_PROMPT, opening_messages
@@ -148,8 +149,8 @@ class SpadeEnv(gym.Env[str, str]):
             kind = getattr(result, "kind", None) or getattr(result, "stage", "error")
             obs = f"Environment error ({kind}): {result}"
             self._last_obs = obs
-            return obs, 0.0, False, True, {"error": str(result), "verdict": kind, "truncated_by": kind,
-                                           "turn": self._log.turns}
+            return obs, -1.0, True, False, {"error": str(result), "verdict": kind, "terminated_by": kind,
+                                            "turn": self._log.turns}  # SPADE: a crash is -1, terminated
         obs, reward, terminated, truncated, info = result
         self._last_obs = obs
         counted = info.get("game_moves", self._log.turns) if self.is_game else self._log.turns
@@ -186,10 +187,11 @@ class SpadeEnv(gym.Env[str, str]):
 
     def solution(self) -> str:
         """Replayable winning action text of the current episode, one action per line."""
-        return "\n".join(solution_to_actions(self._session.solution()))
+        return "\n".join(self.solution_actions())
 
     def solution_actions(self) -> list[str]:
-        return solution_to_actions(self._session.solution())
+        plans = solution_plans(self._session.solution(), self._session.tools, self._first_obs)  # acceptance's form:
+        return plans[min(int(self.spade_metadata.get("solution_form") or 0), len(plans) - 1)]
 
     def hint(self) -> str | None:
         """The privileged hint of the current episode (None if the program has none)."""

@@ -83,9 +83,9 @@ def inspect_program(source: str, filename: str = "<env>") -> ProgramInfo:
     (stage ``syntax`` or ``interface``) naming the problem otherwise.
 
     The class is the single public (no leading underscore) top-level class whose name
-    ends in ``Env``. It must define or inherit ``reset``, ``step`` and ``solution``
-    (inheriting is only possible from ``ToolUseBaseEnv``, whose subclasses supply
-    ``reset`` and ``solution`` themselves).
+    ends in ``Env``. It must define or inherit ``reset`` and ``step`` (inheriting is only
+    possible from ``ToolUseBaseEnv``, whose subclasses supply ``reset`` themselves);
+    ``solution`` is optional, as in SPADE.
     """
     tree = parse_source(source, filename)
     classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
@@ -103,7 +103,7 @@ def inspect_program(source: str, filename: str = "<env>") -> ProgramInfo:
     methods = frozenset(
         n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
     )
-    required = {"reset", "solution"} if uses_tool_base else {"reset", "step", "solution"}
+    required = {"reset"} if uses_tool_base else {"reset", "step"}  # solution() is optional (SPADE)
     # a local base class may provide the methods; collect them too
     local = {c.name: c for c in classes}
     inherited: set[str] = set()

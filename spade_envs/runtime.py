@@ -28,9 +28,10 @@ from typing import Any
 
 from .actions import parse_tool_calls
 from .contract import StepResult, check_reset_result, check_step_result, check_text
-from .errors import EnvExecutionError, EnvProgramError, SpadeError
+from .errors import EnvExecutionError, EnvProgramError, NoSolutionError, SpadeError
 from .parameters import resolve_kwargs
 from .program import inspect_program, trusted_prelude
+from .solutions import needs_final_answer
 from .tools import ArgumentValidator, validate_tool_specs
 
 
@@ -171,10 +172,14 @@ class InProcessSession(EnvSession):
         return check_step_result(guarded_call("step()", self._env.step, action))
 
     def solution(self) -> str:
-        text = check_text(guarded_call("solution()", self._env.solution), "solution()")
-        if self._self_validating and "<answer>" not in text:
-            # SPADE's tool-use solutions are free text; when they name no final answer,
-            # the base class's expected answer completes the replay
+        fn = getattr(self._env, "solution", None)
+        if fn is None or not callable(fn):
+            raise NoSolutionError(f"{type(self._env).__name__} defines no solution(): it plays, but no win can be replayed")
+        value = guarded_call("solution()", fn)
+        text = check_text(value if isinstance(value, str) else str(value), "solution()")  # SPADE str()s it
+        if self._self_validating and needs_final_answer(text, self.tools):
+            # SPADE's tool-use solutions are free text; when they call tools but name no
+            # final answer, the base class's expected answer completes the replay
             expected = getattr(self._env, "_expected_answer", None)
             if expected is not None:
                 text = f"{text}\n<answer>{expected}</answer>"

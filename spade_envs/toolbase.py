@@ -1,20 +1,32 @@
 """``ToolUseBaseEnv``: the base class of multi-turn tool-use environments.
 
-It follows the SPADE convention, so environments SPADE's designer writes run unchanged:
+It follows SPADE's convention, so environments SPADE's designer writes run unchanged:
 the subclass calls ``super().__init__()``, fills ``self._tools`` (``name -> {"description",
 "parameters"}``), ``self._state`` and ``self._expected_answer`` in ``reset``, implements
-one ``tool_<name>(**arguments) -> str`` method per tool and a ``solution()``. This class
-does the rest:
+one ``tool_<name>(**arguments) -> str`` method per tool and (optionally) ``solution()``.
+This class does the rest:
 
 - ``get_tools()`` turns ``self._tools`` into OpenAI function specs;
-- ``step(action)`` parses ``<answer>`` (checked with ``_check_answer``) or one or more
-  ``<tool_call>`` blocks, validates each call's arguments against its JSON Schema
-  **before** running it (a violation is an error observation naming it; the tool never
-  runs), dispatches to ``tool_<name>`` and records ``_call_history``;
-- episodes end with reward 1.0 on a correct answer, and are truncated after
-  ``max_turns`` steps. Unlike SPADE's original, nothing reveals the solution.
+- ``step(action)``: the FIRST ``<answer>`` wins (checked with ``_check_answer``; tool calls
+  in the same message are not run, as in SPADE); otherwise every ``<tool_call>`` block
+  (JSON or Qwen3.5 XML) is validated against its JSON Schema **before** running (a
+  violation is an error observation naming it; the tool never runs), dispatched to
+  ``tool_<name>`` and recorded in ``_call_history``.
 
-Format errors cost -0.1 (SPADE's shaping); wrong answers and tool calls give 0.
+Turn accounting, as in SPADE, where tool calls go through ``execute_tool`` and only
+answers and unparseable messages reach the env's ``step``: a step whose calls all parse
+does not use up ``max_turns`` (``turn_count`` counts answers and format errors); every
+step is one agent turn, and the episode is truncated after ``max_agent_turns`` of them
+(default 25, SPADE's agent-turn budget, or ``max_turns`` when that is larger) or
+``max_turns`` counted steps. A message whose
+blocks all fail to parse costs -0.1 and counts; one with some usable calls runs those.
+
+Rewards: 1.0 for a correct answer, -0.1 for a format error (no call and no answer, or a
+``<tool_call>`` whose body is not a usable call), 0 otherwise. A wrong answer in a
+multi-turn env that keeps ``_user_messages`` and ``_current_msg`` names the pending step.
+
+Deliberate differences from SPADE's class: arguments are schema-checked before a tool
+runs, and nothing reveals ``solution()`` on truncation.
 """
 
 from __future__ import annotations
@@ -28,9 +40,15 @@ from .tools import ArgumentValidator, validate_tool_specs
 class ToolUseBaseEnv:
     """Base for tool-use environments; see the module docstring for the contract."""
 
+    #: SPADE's agent-turn budget: messages an agent may send in one episode
+    DEFAULT_AGENT_TURNS = 25
+
     def __init__(self, max_turns: int = 10, **kwargs: Any) -> None:
         self.max_turns = max_turns
+        # SPADE's agent loop allows 25 messages; an env that asks for more turns gets them
+        self.max_agent_turns = int(kwargs.get("max_agent_turns", max(self.DEFAULT_AGENT_TURNS, int(max_turns))))
         self.turn_count = 0
+        self.agent_turns = 0
         self._tools: dict[str, dict[str, Any]] = {}
         self._state: dict[str, Any] = {}
         self._call_history: list[dict[str, Any]] = []
@@ -49,6 +67,7 @@ class ToolUseBaseEnv:
 
         def reset(self: "ToolUseBaseEnv", *args: Any, **kw: Any) -> Any:
             self.turn_count = 0
+            self.agent_turns = 0
             self._call_history = []
             return user_reset(self, *args, **kw)
 
@@ -60,8 +79,6 @@ class ToolUseBaseEnv:
     def reset(self, seed: int | None = None) -> tuple[str, dict]:
         raise NotImplementedError("a ToolUseBaseEnv subclass must implement reset()")
 
-    def solution(self) -> str:
-        raise NotImplementedError("a ToolUseBaseEnv subclass must implement solution()")
 
     # -- provided ---------------------------------------------------------------------
     def get_tools(self) -> list[dict[str, Any]]:
@@ -103,15 +120,18 @@ class ToolUseBaseEnv:
         return {"output": result, "returncode": 0}
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict]:
-        self.turn_count += 1
-        truncated = self.turn_count >= self.max_turns
         action = action if isinstance(action, str) else str(action)
+        self.agent_turns = getattr(self, "agent_turns", 0) + 1
+        out_of_agent_turns = self.agent_turns >= getattr(self, "max_agent_turns", self.DEFAULT_AGENT_TURNS)
         answer = extract_answer(action)
+        calls = [] if answer is not None else parse_tool_calls(action)
+        if answer is not None or all(c.error for c in calls):  # also true when no call
+            self.turn_count += 1  # answers and format errors use up the env's turns
+        truncated = out_of_agent_turns or self.turn_count >= self.max_turns
         if answer is not None:
             if self._check_answer(answer):
                 return "Correct!", 1.0, True, False, {}
             return self._incorrect_answer_feedback(), 0.0, False, truncated, {}
-        calls = parse_tool_calls(action)
         if not calls:
             return (
                 "Format error: call a tool with <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call> "
@@ -127,15 +147,27 @@ class ToolUseBaseEnv:
                 outputs.append(f"Format error: {call.error}.")
                 continue
             outputs.append(self.execute_tool(call.name, call.arguments)["output"])
+        reward = -0.1 if all(c.error for c in calls) else 0.0  # SPADE runs the calls that parse
         body = "\n".join(f"Tool result:\n{o}" for o in outputs)
-        return body, 0.0, False, truncated, {}
+        return body, reward, False, truncated, {}
 
     def _obs_suffix(self) -> str:
         """Kept for SPADE sources that append it to observations; tools travel as specs."""
         return ""
 
     def _incorrect_answer_feedback(self) -> str:
-        return "Incorrect. Keep using tools."
+        """``Incorrect. Keep using tools.``; multi-turn envs (``_user_messages`` and
+        ``_current_msg``) also hear which step is still pending, so an agent does not loop
+        on ``<answer>done</answer>``."""
+        base = "Incorrect. Keep using tools."
+        msgs = getattr(self, "_user_messages", None)
+        idx = getattr(self, "_current_msg", None)
+        if isinstance(msgs, (list, tuple)) and isinstance(idx, int) and not isinstance(idx, bool) and 0 <= idx < len(msgs):
+            return (
+                f"{base} Step {idx + 1} of {len(msgs)} is not done yet: {msgs[idx]!s} "
+                "Finish it with the tools before you submit <answer>done</answer>."
+            )
+        return base
 
     def _check_answer(self, answer: Any) -> bool:
         """Case-insensitive exact match, or numeric match within 0.01."""

@@ -4,6 +4,12 @@ A spec is ``{"type": "function", "function": {"name", "description", "parameters
 (the bare inner ``{"name", ...}`` form is accepted and normalised). ``parameters`` must
 itself be a valid JSON Schema (checked against the Draft 2020-12 meta-schema) describing
 an object. Arguments of every call are validated against it before the tool runs.
+
+SPADE's loader never checks schemas, so its designers' specs sometimes name Python types
+(``"type": "str"``, ``"int"``, ``"list"``...). Those are mapped to the JSON Schema types
+(:data:`PYTHON_TYPE_NAMES`) before the check, and the mapping is recorded in the spec's
+``parameters["$comment"]`` (a keyword validators ignore), which the acceptance
+``tool_specs`` verdict reports.
 """
 
 from __future__ import annotations
@@ -43,6 +49,48 @@ OPENAI_TOOL_SCHEMA: dict[str, Any] = {
 _ENVELOPE = Draft202012Validator(OPENAI_TOOL_SCHEMA)
 
 
+#: Python type names SPADE designers write, and the JSON Schema type each means
+PYTHON_TYPE_NAMES: dict[str, str] = {
+    "str": "string", "int": "integer", "float": "number", "bool": "boolean", "list": "array",
+    "tuple": "array", "dict": "object", "none": "null", "nonetype": "null", "integer": "integer",
+    "string": "string", "number": "number", "boolean": "boolean", "array": "array", "object": "object",
+    "null": "null",
+}
+#: prefix of the ``$comment`` that records a mapping
+TYPE_NOTE = "spade: mapped Python type names"
+
+
+def _map_types(node: Any, notes: list[str], depth: int = 0) -> Any:
+    """A copy of schema ``node`` with Python type names in ``type`` mapped; what was
+    mapped is appended to ``notes``."""
+    if depth > 64 or not isinstance(node, (dict, list)):
+        return node
+    if isinstance(node, list):
+        return [_map_types(v, notes, depth + 1) for v in node]
+    out = {}
+    for key, value in node.items():
+        if key == "type" and isinstance(value, (str, list)):
+            names = [value] if isinstance(value, str) else value
+            mapped = []
+            for name in names:
+                new = PYTHON_TYPE_NAMES.get(name.lower(), name) if isinstance(name, str) else name
+                if new != name:
+                    notes.append(f"{name}->{new}")
+                mapped.append(new)
+            out[key] = mapped[0] if isinstance(value, str) else mapped
+        elif key in _DATA_KEYWORDS:
+            out[key] = value
+        else:
+            out[key] = _map_types(value, notes, depth + 1)
+    return out
+
+
+def type_note(spec: dict[str, Any]) -> str | None:
+    """The type-mapping note of a normalised spec, or None."""
+    comment = ((spec.get("function") or {}).get("parameters") or {}).get("$comment")
+    return comment if isinstance(comment, str) and comment.startswith(TYPE_NOTE) else None
+
+
 def normalize_tool_spec(spec: Any) -> dict[str, Any]:
     """Return ``spec`` in the ``{"type": "function", "function": {...}}`` form, validated.
 
@@ -57,6 +105,12 @@ def normalize_tool_spec(spec: Any) -> dict[str, Any]:
     fn = spec.get("function")
     if isinstance(fn, dict) and "parameters" not in fn:
         fn["parameters"] = {"type": "object", "properties": {}}
+    if isinstance(fn, dict) and isinstance(fn.get("parameters"), dict):
+        notes: list[str] = []
+        params = _map_types(fn["parameters"], notes)
+        if notes:
+            params["$comment"] = f"{TYPE_NOTE}: {', '.join(sorted(set(notes)))}"
+            fn["parameters"] = params
     errors = sorted(_ENVELOPE.iter_errors(spec), key=lambda e: list(e.path))
     if errors:
         err = errors[0]

@@ -4,6 +4,7 @@ stage with a message naming the problem (DESIGN.md section 6), in-process and sa
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -60,7 +61,6 @@ CATALOGUE: dict[str, tuple[str, str, str]] = {
     "empty_source": ("   \n", "size_syntax", "empty"),
     "no_env_class": (edit("class SumEnv:", "class SumGame:"), "interface", "no public class"),
     "two_env_classes": (GOOD + "\nclass OtherEnv(SumEnv):\n    pass\n", "interface", "2 public *Env classes"),
-    "missing_solution": (edit("def solution(self):", "def answer(self):"), "interface", "solution()"),
     "wrong_tuple_length": (edit('"Wrong.", 0.0, False, self._turn >= self.max_turns, {}', '"Wrong.", 0.0, False, {}'), "interface", "5-tuple"),
     "reward_not_number": (edit('"Wrong.", 0.0,', '"Wrong.", "0",'), "interface", "reward must be a number"),
     "obs_not_str": (edit("return f\"What is", "return 7, f\"What is").replace("n}}.\", {}", "n}}.\""), "interface", "str observation"),
@@ -68,7 +68,8 @@ CATALOGUE: dict[str, tuple[str, str, str]] = {
     "reset_info_not_dict": (edit("n}}.\", {}", "n}}.\", []"), "interface", "info as a dict"),
     "terminated_not_bool": (edit('"Wrong.", 0.0, False,', '"Wrong.", 0.0, "no",'), "interface", "terminated must be a bool"),
     "nan_reward": (edit('"Wrong.", 0.0,', '"Wrong.", float("nan"),'), "interface", "non-finite reward"),
-    "solution_none": (edit("return str(self._a + self._b)", "return None"), "interface", "solution() must return a str"),
+    # SPADE str()s what solution() returns: None is the text "None", the same every seed
+    "solution_none": (edit("return str(self._a + self._b)", "return None"), "seed_variety", "same task for every seed"),
     "solution_empty": (edit("return str(self._a + self._b)", "return ''"), "interface", "empty"),
     "reset_raises": (edit("self._turn = 0", "self._turn = 0\n        raise KeyError('board')"), "interface", "KeyError"),
     "invalid_tool_schema": (GOOD + TOOLS.replace("PARAMS", '{"type": "object", "properties": 5}'), "tool_specs", "not a valid JSON Schema"),
@@ -153,3 +154,40 @@ def test_non_text_source_is_a_verdict_not_an_exception():
     assert pipeline.run(b"\xff\xfe", "bin.py").rejected_at == "size_syntax"
     assert pipeline.run(None, "none.py").rejected_at == "size_syntax"
     assert pipeline.run("x" * 300_000, "big.py").rejected_at == "size_syntax"
+
+
+# -- no solution(): accepted, unverified ------------------------------------------------
+def test_program_without_solution_is_accepted_unverified(pipeline):
+    source = edit("    def solution(self):\n        return str(self._a + self._b)\n", "")
+    report = pipeline.run(source, "nosol.py")
+    assert report.accepted, report.summary()
+    assert report.verified is False and report.to_json()["verified"] is False
+    assert report.stage("solution_replay").detail == "no reference solution: solvability unverified"
+    assert "no solution()" in report.stage("interface").detail
+    good = pipeline.run(GOOD, "good.py")
+    assert good.verified is True
+
+
+def test_constant_task_without_solution_still_fails_variety():
+    source = edit("    def solution(self):\n        return str(self._a + self._b)\n", "")
+    source = edit("rng = random.Random(seed)", "rng = random.Random(1234)", source)
+    report = AcceptancePipeline(runtime=InProcessRuntime()).run(source, "c.py")
+    assert report.rejected_at == "seed_variety", report.summary()
+
+
+# -- the budget holds inside a stage --------------------------------------------------
+SLOW = edit("self._turn += 1", "self._turn += 1\n        time.sleep(0.05)").replace("import random", "import random\nimport time")
+SLOW = edit("        return str(self._a + self._b)", "        return '\\\\n'.join(['\\\\boxed{0}'] * 199 + [f'\\\\boxed{{{self._a + self._b}}}'])", SLOW)
+SLOW = SLOW.replace("max_turns=3", "max_turns=500")
+
+
+def test_candidate_budget_is_enforced_inside_stages():
+    # 200 actions of 50 ms each per replay: without a check inside the stage the
+    # determinism stage alone would take 4 x 10 s; the budget is 1.5 s
+    config = AcceptanceConfig(candidate_deadline_s=1.5, step_deadline_s=1.0)
+    t0 = time.perf_counter()
+    report = AcceptancePipeline(config, runtime=InProcessRuntime()).run(SLOW, "slow.py")
+    elapsed = time.perf_counter() - t0
+    assert not report.accepted
+    assert "budget" in report.failure.detail, report.summary()
+    assert elapsed < 4.0, elapsed

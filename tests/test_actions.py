@@ -41,9 +41,11 @@ def test_extract_boxed_is_total_on_non_strings():
 
 
 # -- <answer> --------------------------------------------------------------------------
-def test_extract_answer_takes_the_last_block_stripped():
+def test_extract_answer_takes_the_first_block_stripped():
+    # SPADE's base class checks the first <answer> (re.search)
     assert extract_answer("<answer> 12 </answer>") == "12"
-    assert extract_answer("<answer>a</answer> ... <answer>b\nc</answer>") == "b\nc"
+    assert extract_answer("<answer>a</answer> ... <answer>b\nc</answer>") == "a"
+    assert extract_answer("<answer>b\nc</answer>") == "b\nc"
     assert extract_answer("<answer></answer>") == ""
     assert extract_answer("answer: 12") is None
     assert extract_answer("<answer>unterminated") is None
@@ -148,7 +150,7 @@ def test_tool_use_free_text_keeps_only_blocks_in_order():
     assert len(actions) == 3
     assert json.loads(actions[0][len("<tool_call>") : -len("</tool_call>")]) == {"name": "find", "arguments": {"q": "x"}}
     assert actions[1].startswith("<tool_call>") and '"get"' in actions[1]
-    assert actions[2] == "<answer> 17 </answer>"
+    assert actions[2] == "<answer>17</answer>"
     assert extract_answer(actions[2]) == "17"
 
 

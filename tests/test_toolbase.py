@@ -78,12 +78,12 @@ def env() -> CounterEnv:
     return CounterEnv()
 
 
-def assert_rejected(env: CounterEnv, action: str, *needles: str) -> str:
+def assert_rejected(env: CounterEnv, action: str, *needles: str, reward_is: float = 0.0) -> str:
     before = copy.deepcopy(env._state)
     obs, reward, terminated, truncated, info = env.step(action)
     assert env._state == before, "a rejected call must not change the state"
     assert env._call_history == [], "a rejected call must not run the tool"
-    assert reward == 0.0 and not terminated
+    assert reward == reward_is and not terminated
     for needle in needles:
         assert needle in obs, (needle, obs)
     return obs
@@ -115,7 +115,8 @@ def test_pattern_and_bounds_and_extra_properties(env):
 
 
 def test_non_object_arguments_are_rejected(env):
-    assert_rejected(env, '<tool_call>{"name": "add", "arguments": [1, 2]}</tool_call>', "Format error", "object")
+    assert_rejected(env, '<tool_call>{"name": "add", "arguments": [1, 2]}</tool_call>', "Format error", "object",
+                    reward_is=-0.1)
 
 
 def test_valid_call_runs_and_is_recorded(env):
@@ -136,7 +137,8 @@ def test_several_calls_in_one_message_run_in_order(env):
     assert obs.count("Tool result:") == 3
     assert obs.index("value=5") < obs.index("mode=down") < obs.index("value=3")
     assert env._state == {"value": 3, "mode": "down", "runs": 3}
-    assert env.turn_count == 1, "one message is one turn however many calls it holds"
+    assert env.agent_turns == 1, "one message is one agent turn however many calls it holds"
+    assert env.turn_count == 0, "tool-call-only steps do not use up max_turns (SPADE's execute_tool)"
 
 
 def test_invalid_call_among_valid_ones_only_skips_itself(env):
@@ -148,9 +150,10 @@ def test_invalid_call_among_valid_ones_only_skips_itself(env):
 # -- parsing failures and unknown tools -------------------------------------------------
 def test_malformed_json_is_a_format_error(env):
     assert_rejected(env, '<tool_call>{"name": "add", "arguments": {"amount": 1}</tool_call>',
-                    "Format error", "not valid JSON")
-    assert_rejected(env, "<tool_call>[1, 2]</tool_call>", "Format error")
-    assert_rejected(env, '<tool_call>{"arguments": {}}</tool_call>', "Format error", "name")
+                    "Format error", "not valid JSON", reward_is=-0.1)  # SPADE: -0.1 for invalid JSON
+    assert_rejected(env, "<tool_call>[1, 2]</tool_call>", "Format error", reward_is=-0.1)
+    assert_rejected(env, '<tool_call>{"arguments": {}}</tool_call>', "Format error", "name", reward_is=-0.1)
+    assert env.turn_count == 3, "format errors use up the env's turns"
 
 
 def test_unknown_tool_lists_the_available_ones(env):
@@ -194,12 +197,25 @@ def test_text_answers_are_case_insensitive():
 
 def test_truncation_at_max_turns_and_reset_clears_turns():
     e = CounterEnv(max_turns=3)
-    flags = [e.step(call("add", amount=1))[3] for _ in range(3)]
+    flags = [e.step("<answer>wrong</answer>")[3] for _ in range(3)]
     assert flags == [False, False, True]
     assert e.step("<answer>0</answer>")[3] is True  # still truncated past the limit
     e.reset()
-    assert e.turn_count == 0 and e._call_history == [] and e._state["value"] == 0
+    assert e.turn_count == 0 and e.agent_turns == 0 and e._call_history == [] and e._state["value"] == 0
     assert e.step(call("add", amount=1))[3] is False
+
+
+def test_tool_calls_do_not_use_up_max_turns_but_agent_turns_are_capped():
+    # SPADE: a 12-call task fits max_turns=10, since execute_tool does not count turns;
+    # the agent's own budget (25 messages by default) still ends the episode
+    e = CounterEnv(max_turns=10)
+    flags = [e.step(call("add", amount=1))[3] for _ in range(12)]
+    assert not any(flags) and e.turn_count == 0 and e._state["runs"] == 12
+    flags = [e.step(call("add", amount=1))[3] for _ in range(13)]
+    assert flags[-1] is True and not any(flags[:-1]) and e.agent_turns == 25
+    assert ToolUseBaseEnv.DEFAULT_AGENT_TURNS == 25
+    short = CounterEnv(max_turns=10, max_agent_turns=3)
+    assert [short.step(call("add", amount=1))[3] for _ in range(3)] == [False, False, True]
 
 
 def test_answer_on_the_last_turn_wins_without_truncation():

@@ -188,7 +188,17 @@ def test_runtime_gate_blocks_invalid_calls_before_the_program_runs():
     assert obs == "ran" and session.snapshot()["calls"] == 1
 
 
+def test_python_type_names_are_mapped_with_a_note():
+    # SPADE's loader never checks schemas; its designers write "int", "str"
+    session = InProcessRuntime().open(GATED.replace('"type": "integer"', '"type": "int"'))
+    params = session.tools[0]["function"]["parameters"]
+    assert params["properties"]["n"]["type"] == "integer"
+    assert "int->integer" in params["$comment"]
+    obs, *_ = session.step('<tool_call>{"name": "add", "arguments": {"n": "x"}}</tool_call>')
+    assert "integer" in obs and session.snapshot()["calls"] == 0  # still schema-checked
+
+
 def test_runtime_rejects_a_program_with_an_invalid_tool_schema():
-    bad = GATED.replace('"type": "integer"', '"type": "int"')
+    bad = GATED.replace('"type": "integer"', '"type": "integr"')
     with pytest.raises(ToolSpecError, match="properties/n/type"):
         InProcessRuntime().open(bad)

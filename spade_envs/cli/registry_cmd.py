@@ -1,5 +1,6 @@
 """``spade registry list|show|add|stats|deprecate|quarantine|activate`` (``export``,
-``push``, ``pull`` and ``remove``: :mod:`.registry_sharing`).
+``push``, ``pull`` and ``remove``: :mod:`.registry_sharing`; ``import``:
+:mod:`.registry_import`).
 
 The store is ``$SPADE_HOME/registry.sqlite3`` (:mod:`spade_envs.registry.store`).
 ``add`` runs every candidate (``.py`` files, JSONL pools, folders of them) through the
@@ -67,7 +68,8 @@ def acceptance_runner(reg: Any, replaces: str | None = None) -> Callable[[str, s
         if report.accepted:  # later candidates of this batch must be novel against it too
             memory.novelty_index().add(f"{filename} (this batch)", source)
         return {"accepted": bool(report.accepted), "rejected_at": getattr(report, "rejected_at", None),
-                "stages": _verdicts(report)}
+                "stages": _verdicts(report), "verified": bool(getattr(report, "verified", True)),
+                "solution_form": int(getattr(report, "solution_form", 0) or 0)}
 
     return run
 
@@ -116,6 +118,7 @@ def add_files(files: list[str], *, generation: int | None = None, replaces: str 
                                  "detail": failed["detail"]})
                 continue
             fields = dict(cand.fields)
+            fields["metadata"] = {**(fields.get("metadata") or {}), **verdict_metadata(verdict)}
             if generation is not None:
                 fields["generation"] = generation
             specs = tool_spec_fields(cand.source, cand.file, spec_runtime())  # measured here, never claimed
@@ -129,6 +132,17 @@ def add_files(files: list[str], *, generation: int | None = None, replaces: str 
                 continue
             added.append(res.as_json())
     return {"added": added, "rejected": rejected}
+
+
+def verdict_metadata(verdict: dict[str, Any]) -> dict[str, Any]:
+    """What an acceptance verdict adds to an entry's metadata: ``verified: False`` for a
+    program without solution(), the winning ``solution_form`` when it is not the primary."""
+    out: dict[str, Any] = {}
+    if verdict.get("verified") is False:
+        out["verified"] = False
+    if verdict.get("solution_form"):
+        out["solution_form"] = int(verdict["solution_form"])
+    return out
 
 
 def check_filters(generation: int | None = None, status: str | None = None) -> None:
@@ -262,5 +276,7 @@ _status_command("activate", "active", "Mark an entry active again.")
 
 def register(app: typer.Typer) -> None:
     from . import registry_sharing  # noqa: F401 - adds export, push, pull, remove to registry_app
+    from .registry_import import register_import
 
+    register_import(registry_app)
     app.add_typer(registry_app, name="registry")

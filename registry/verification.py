@@ -1,0 +1,34 @@
+"""Verified and unverified entries: which registry entries have a replayed win.
+
+A program without ``solution()`` is accepted (SPADE requires only ``reset`` and ``step``)
+but nothing replayed a win, so its solvability is unverified. Acceptance says so in its
+``solution_replay`` verdict (detail :data:`NO_REFERENCE`) and the registry CLI stores
+``metadata["verified"] = False``; no schema column is involved. Self-play and evals call
+:func:`verified_only` to skip unverified entries unless asked to include them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+#: the solution_replay detail of a program without solution() (same text as acceptance's)
+NO_REFERENCE = "no reference solution: solvability unverified"
+
+
+def is_verified(record: Any) -> bool:
+    """False when the entry's metadata or stored acceptance verdicts mark it unverified."""
+    meta = getattr(record, "metadata", None)
+    meta = meta if isinstance(meta, dict) else (record if isinstance(record, dict) else {})
+    if meta.get("verified") is False:
+        return False
+    for stage in meta.get("acceptance") or []:
+        if isinstance(stage, dict) and stage.get("name") == "solution_replay" and stage.get("detail") == NO_REFERENCE:
+            return False
+    return True
+
+
+def verified_only(records: Iterable[Any], include_unverified: bool = False) -> list[Any]:
+    """``records`` without the unverified ones (all of them when ``include_unverified``)."""
+    records = list(records)
+    return records if include_unverified else [r for r in records if is_verified(r)]
