@@ -59,11 +59,13 @@ class Trace:
 
 
 # -- selection ------------------------------------------------------------------------
-def active_records(multiplayer: bool | None = False) -> list[Any]:
+def active_records(multiplayer: bool | None = False, include_unverified: bool = False) -> list[Any]:
     """The latest active version of every environment of the active registry.
 
     ``multiplayer``: False (default) leaves games out — they have their own suite,
-    ``spade eval --suite games`` — True keeps only games, None keeps everything."""
+    ``spade eval --suite games`` — True keeps only games, None keeps everything.
+    Entries without a replayed win (no ``solution()``: unverified) are left out unless
+    ``include_unverified``: a suite scores only environments known to be solvable."""
     from spade_envs.registry import catalog
 
     records = list(catalog.seed_records())
@@ -86,7 +88,9 @@ def active_records(multiplayer: bool | None = False) -> list[Any]:
         cur = latest.get(rec.env_id.seq)
         if cur is None or rec.env_id.version > cur.env_id.version:
             latest[rec.env_id.seq] = rec
-    return [latest[k] for k in sorted(latest)]
+    from spade_envs.registry.verification import verified_only
+
+    return verified_only([latest[k] for k in sorted(latest)], include_unverified)
 
 
 def select_records(records: Iterable[Any], *, generation: int | None = None, skill: str | None = None,

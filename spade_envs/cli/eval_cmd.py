@@ -32,10 +32,12 @@ def _registry_agent(spec: str, **options: Any) -> Any:
 
 
 def _run_registry(agent: str, split: str | None, limit: int | None, seeds: int, generation: int | None,
-                  skill: str | None, tags: list[str], show: bool, max_new_tokens: int, max_turns: int) -> tuple[list, dict, dict]:
+                  skill: str | None, tags: list[str], show: bool, max_new_tokens: int, max_turns: int,
+                  include_unverified: bool = False) -> tuple[list, dict, dict]:
     from spade_envs.evals import registry_suite as rs
 
-    records = rs.select_records(rs.active_records(), generation=generation, skill=skill, tags=tags or None,
+    records = rs.select_records(rs.active_records(include_unverified=include_unverified), generation=generation,
+                                skill=skill, tags=tags or None,
                                 split=split, limit=limit)
     if not records:
         from spade_envs.errors import SpadeError
@@ -158,6 +160,8 @@ def register(app: typer.Typer) -> None:
                                        help="bfcl/acebench: check verdicts with the benchmark's own evaluator"),
         max_new_tokens: int = typer.Option(256, "--max-new-tokens", min=1, help="model agents: tokens per step"),
         max_turns: int = typer.Option(10, "--max-turns", min=1, help="registry: turn limit per episode"),
+        include_unverified: bool = typer.Option(False, "--include-unverified",
+                                                help="registry: also score entries without a reference solution"),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="progress bar on stderr"),
     ) -> None:
         """Evaluate an agent on a registry, BFCL-v4 multi-turn or ACEBench agent suite."""
@@ -176,7 +180,7 @@ def register(app: typer.Typer) -> None:
         cats = [c for item in category for c in item.split(",") if c] or None
         if suite == "registry":
             rows, summary, extra = _run_registry(agent, split, limit, seeds, generation, skill, tag, progress,
-                                                 max_new_tokens, max_turns)
+                                                 max_new_tokens, max_turns, include_unverified)
         elif suite == "games":
             from spade_envs.evals.games import run_games
 
