@@ -55,8 +55,12 @@ class SelfPlayConfig:
     vllm_mode: str = "colocate"  #: ``colocate`` (same GPU) or ``server`` (``trl vllm-serve``)
     vllm_server_base_url: str | None = None  #: server mode: e.g. http://127.0.0.1:8000
     vllm_gpu_memory_utilization: float = 0.3  #: colocate mode share of GPU memory for vLLM
-    vllm_max_model_length: int | None = 4096  #: vLLM context length
+    vllm_max_model_length: int | None = None  #: vLLM context (None: max of max_context and designer prompt + completion)
+    vllm_importance_sampling_mode: str = "token_truncate"  #: TRL's IS correction (token level: long designer programs)
     gradient_checkpointing: bool = False
+    micro_batch_size: int = 8  #: rows per forward/backward per device; a step accumulates gradients over the rest
+    max_context: int = 4096  #: token budget of one agent episode (the rollout stops when it is full)
+    designer_prompt_tokens: int = 2048  #: token budget of a designer prompt (with memory examples)
 
     # -- GRPO (both roles, one model, one optimizer) --------------------------------------
     learning_rate: float = 1e-6  #: SPADE: 1e-6 (cpu-tiny uses a large one so weights visibly move)
@@ -64,7 +68,7 @@ class SelfPlayConfig:
     epsilon: float = 0.2  #: lower clip
     epsilon_high: float = 0.28  #: upper clip (DAPO-style clip-higher)
     loss_type: str = "dapo"  #: TRL loss type
-    scale_rewards: str = "group"  #: advantages normalized within each group (environment / prompt)
+    scale_rewards: str = "group"  #: TRL: "group" divides by the group std; "none" only centres (SPADE)
     max_grad_norm: float = 1.0
     weight_decay: float = 0.0
     temperature: float = 0.6  #: sampling temperature of both roles
@@ -74,8 +78,9 @@ class SelfPlayConfig:
     hint_plays: int = 1  #: hinted plays per environment per round (``n_hint``, for regret)
     max_turns: int = 2  #: turns per episode (SPADE: at most 25)
     agent_max_new_tokens: int = 12  #: tokens per agent turn
-    envs_per_round: int = 2  #: environments the agent plays per round (new first, then replay)
-    train_agent_on_hint: bool = False  #: also take a GRPO step on hinted plays
+    envs_per_round: int = 2  #: at most this many environments per round (waiting candidates first, then replay)
+    failed_play_reward: float = 0.0  #: agent reward of a play whose environment failed (SPADE: -1)
+    unterminated_reward: float | None = None  #: reward of a play that never terminated (None: its last reward; SPADE: 0)
     prefix_sliding: list[int] | None = None  #: ``[P, W]``: Prefix Sliding for the agent role
     sandbox_seeds: bool = False  #: run the seed suite in the sandbox too
 
@@ -86,8 +91,13 @@ class SelfPlayConfig:
     designer_group_size: int = 2  #: candidates per prompt = designer GRPO group
     designer_max_new_tokens: int = 64  #: tokens per candidate (real models need ~2048)
     reward_mode: str = "regret"  #: ``regret`` | ``blend`` | ``solve_rate`` (designer.regret.RewardMode)
-    invalid_penalty: float = -1.0  #: designer reward of a candidate the acceptance pipeline rejects
+    invalid_penalty: float = -1.0  #: designer reward of a candidate the acceptance pipeline rejects (SPADE: 0)
+    step_timeout_penalty: float = -1.0  #: designer reward of a candidate whose step timed out in play (SPADE: -0.5)
     play_window: int = 1  #: rounds of plays before a candidate's regret is final (reward delay)
+    hint_once: bool = False  #: hinted plays once per environment, when first played (SPADE); else every round
+    designer_center: str = "none"  #: "skill": centre designer rewards on their skill's mean, no std (SPADE)
+    designer_reward_scale: float | None = 1.0  #: multiply designer rewards (None: SPADE's min(50, agent/designer rows x regen))
+    params_share: float = 0.0  #: share of designer prompts in ``params`` mode (propose a registry variant)
     corpus: str = "stdlib"  #: grounding documents (designer.corpus.Corpus source)
     skills: list[str] = field(default_factory=lambda: [
         "mathematical reasoning", "logical deduction", "spatial reasoning", "pattern recognition",
@@ -122,6 +132,14 @@ class SelfPlayConfig:
                 raise SelfPlayConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.agent_group_size < 2 or self.designer_group_size < 2:
             raise SelfPlayConfigError("agent_group_size and designer_group_size must be >= 2 (GRPO groups)")
+        if int(self.micro_batch_size) < 1 or int(self.max_context) < 64 or int(self.designer_prompt_tokens) < 64:
+            raise SelfPlayConfigError("micro_batch_size must be >= 1, max_context and designer_prompt_tokens >= 64")
+        if not 0.0 <= float(self.params_share) <= 1.0:
+            raise SelfPlayConfigError(f"params_share must be in [0, 1], got {self.params_share}")
+        if self.designer_center not in ("none", "skill"):
+            raise SelfPlayConfigError(f"designer_center must be none or skill, got {self.designer_center!r}")
+        if self.scale_rewards not in ("group", "batch", "none"):
+            raise SelfPlayConfigError(f"scale_rewards must be group, batch or none, got {self.scale_rewards!r}")
         if self.envs_per_round < 0 or self.designer_prompts < 0:
             raise SelfPlayConfigError("envs_per_round and designer_prompts must be >= 0")
         if self.vllm_mode not in ("colocate", "server"):
