@@ -1,7 +1,8 @@
 """``spade selfplay [--preset P] [--config FILE.yaml] [--rounds N] [--out DIR] [--resume]
 [--push-to-hub REPO] [--set KEY=VALUE ...] [--json]``: regret-driven self-play training.
 
-Progress (one line per round) goes to stderr; at the end a summary table is printed, or
+Progress goes to stderr as plain flushed lines (each phase of a round, then one
+summary line per round), so it shows in a terminal, a pipe or a log file alike; at the end a summary table is printed, or
 with ``--json`` exactly one JSON object: ``{"out_dir", "rounds", "generations",
 "registered", "proposed", "valid", "rejected_at", "metrics", "plot", "checkpoint", ...}``.
 Any setting of :class:`~spade_envs.selfplay.config.SelfPlayConfig` can be given with
@@ -89,7 +90,15 @@ def register(app: typer.Typer) -> None:
         from ..selfplay.loop import run
 
         typer.echo(f"spade selfplay: preset {cfg.preset}, model {cfg.model}, {cfg.rounds} rounds -> {cfg.out_dir}", err=True)
-        summary = run(cfg, resume=resume, on_round=lambda row: typer.echo(_progress_line(row), err=True))
+        import sys
+
+        def say(text: str) -> None:  # plain lines, flushed: progress shows in logs and pipes too
+            print(text, file=sys.stderr, flush=True)
+
+        try:
+            summary = run(cfg, resume=resume, on_round=lambda row: say(_progress_line(row)), on_phase=say)
+        except SpadeError as exc:
+            raise fail(str(exc), 1) from None
         if as_json:
             typer.echo(json.dumps(summary, default=str, sort_keys=True))
         else:

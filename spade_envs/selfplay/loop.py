@@ -23,15 +23,20 @@ from .metrics import MetricsLogger
 
 def run(config: SelfPlayConfig, *, resume: bool = False, registry: Any = None, designer_backend: Any = None,
         runtime: Any = None, on_round: Callable[[dict], None] | None = None,
-        on_start: Callable[[Any], None] | None = None) -> dict[str, Any]:
-    """Run ``config.rounds`` rounds in total (continuing a checkpoint with ``resume``)."""
+        on_start: Callable[[Any], None] | None = None, on_phase: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run ``config.rounds`` rounds in total (continuing a checkpoint with ``resume``).
+    With several processes (``accelerate launch``) only the main one writes metrics,
+    TensorBoard, the plot and checkpoints; registry writes go through :mod:`.dist`."""
+    from . import dist
     from .trainer import SelfPlayTrainer
 
     t0 = time.perf_counter()
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    trainer = SelfPlayTrainer(config, registry=registry, designer_backend=designer_backend, runtime=runtime)
-    logger = MetricsLogger(out, tensorboard=config.tensorboard)
+    trainer = SelfPlayTrainer(config, registry=registry, designer_backend=designer_backend, runtime=runtime,
+                              on_phase=on_phase)
+    main = dist.is_main(trainer.acc)
+    logger = MetricsLogger(out, tensorboard=config.tensorboard and main, write=main)
     note = None
     if resume:
         ck = checkpoint.latest(out)
@@ -47,7 +52,8 @@ def run(config: SelfPlayConfig, *, resume: bool = False, registry: Any = None, d
                     f"{trainer.registry.next_generation()} vs {state['registry_next_generation']}): not an exact resume")
     else:
         logger.truncate(-1)
-    (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2, sort_keys=True), encoding="utf-8")
+    if main:
+        (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2, sort_keys=True), encoding="utf-8")
     if on_start is not None:
         on_start(trainer)
     rows = []
@@ -56,10 +62,10 @@ def run(config: SelfPlayConfig, *, resume: bool = False, registry: Any = None, d
             row = trainer.run_round()
             logger.log(row)
             rows.append(row)
-            if config.plot:
+            if config.plot and main:
                 logger.plot()
             done = trainer.round
-            if done % config.checkpoint_every == 0 or done == config.rounds:
+            if main and (done % config.checkpoint_every == 0 or done == config.rounds):
                 checkpoint.save(out, done - 1, model=trainer.grpo.accelerator.unwrap_model(trainer.model),
                                 tokenizer=trainer.tokenizer, optimizer=trainer.grpo.optimizer, rng=trainer.rng,
                                 state=trainer.state_dict(), keep=config.keep_checkpoints)
@@ -71,7 +77,7 @@ def run(config: SelfPlayConfig, *, resume: bool = False, registry: Any = None, d
             trainer.agent.close()
         except Exception:
             pass
-    all_rows = logger.read()
+    all_rows = logger.read() if main else rows
     ck = checkpoint.latest(out)
     return {
         "out_dir": str(out), "rounds": len(all_rows), "rounds_this_run": len(rows),

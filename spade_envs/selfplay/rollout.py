@@ -75,9 +75,11 @@ class SelfPlayRollout:
     agent episodes of that call, aligned with its agent rows.
     """
 
-    def __init__(self, agent: Any, filler_id: int) -> None:
+    def __init__(self, agent: Any, filler_id: int, *, failed_reward: float = 0.0,
+                 unterminated_reward: float | None = None) -> None:
         self.agent = agent
         self.filler_id = int(filler_id)
+        self.failed_reward, self.unterminated_reward = float(failed_reward), unterminated_reward
         self.sources: dict[str, str] = {}
         self.designer: dict[str, StoredCompletion] = {}
         self.last_episodes: list[Episode] = []
@@ -87,6 +89,10 @@ class SelfPlayRollout:
         source = self.sources.get(key) if key else None
         return PlayTask(env_id=spec["env_id"], seed=int(spec["seed"]), hint=bool(spec.get("hint")),
                         max_turns=int(spec.get("max_turns", 10)), source=source)
+
+    def reward_of(self, episode: Episode) -> float:
+        """The agent's reward for ``episode`` (:func:`~.rewards.agent_reward` with this run's rules)."""
+        return agent_reward(episode, failed=self.failed_reward, unterminated=self.unterminated_reward)
 
     def play(self, tasks: list[PlayTask]) -> list[Episode]:
         return self.agent.play(tasks) if tasks else []
@@ -103,7 +109,7 @@ class SelfPlayRollout:
             if spec["role"] == "agent":
                 ep = by_row[i]
                 p, c, lp, m = split_episode(ep, self.filler_id)
-                reward, won = agent_reward(ep), bool(ep.won)
+                reward, won = self.reward_of(ep), bool(ep.won)
             elif spec["role"] == "designer":
                 stored = self.designer[spec["cid"]]
                 p, c, lp = stored.prompt_ids, stored.completion_ids or [self.filler_id], stored.logprobs
