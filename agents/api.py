@@ -34,13 +34,15 @@ class Generation:
 
 @dataclass
 class PlayTask:
-    """One episode to play: an environment id (or an untrusted ``source``) and a seed."""
+    """One episode to play: an environment id (or an untrusted ``source``) and a seed;
+    ``kwargs`` are the environment's parameters (validated against its ``PARAMETERS``)."""
 
     env_id: str
     seed: int
     hint: bool = False
     max_turns: int = 10
     source: str | None = None
+    kwargs: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

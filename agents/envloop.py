@@ -33,9 +33,11 @@ def open_env(task: PlayTask, *, sandbox: bool = False, trust_remote_code: bool =
     from ..runtime import get_runtime
 
     runtime = get_runtime() if sandbox and not trust_remote_code else None
+    params = dict(getattr(task, "kwargs", None) or {})
     if task.source is not None:
-        return SpadeEnv(source=task.source, hint=task.hint, trust_remote_code=trust_remote_code, runtime=runtime)
-    return SpadeEnv(env_id=task.env_id, hint=task.hint, runtime=runtime)
+        return SpadeEnv(source=task.source, hint=task.hint, trust_remote_code=trust_remote_code, runtime=runtime,
+                        env_kwargs=params)
+    return SpadeEnv(env_id=task.env_id, hint=task.hint, runtime=runtime, env_kwargs=params)
 
 
 def start(task: PlayTask, **options: Any) -> tuple[Any, str, dict, str | None]:

@@ -161,6 +161,14 @@ class AcceptancePipeline(StageChecks):
 
     # -- driver ------------------------------------------------------------------------
     def run(self, source: Any, filename: str = "<env>") -> AcceptanceReport:
+        """Run every stage on ``source``; a source with ``PARAMETERS`` is judged at its
+        defaults and at sampled valid points (:mod:`.stage_parameters`)."""
+        from .stage_parameters import check_parameters
+
+        return check_parameters(self.config, source, filename, lambda config, src, name: AcceptancePipeline(
+            config, runtime=self._runtime, trust_remote_code=self._trust)._run_once(src, name))
+
+    def _run_once(self, source: Any, filename: str = "<env>") -> AcceptanceReport:
         """Run every stage on ``source``; the report lists the stages that ran.
 
         Multi-player games (``num_players`` > 1) take their own stages

@@ -28,6 +28,14 @@ class EnvRecord:
     generation: int = 0
     status: str = "active"
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: a variant's parent program, as the full id ``spade/Env-NNNNN-vK`` (None: not a variant)
+    parent: str | None = None
+    #: a variant's fixed constructor kwargs (``{}`` for ordinary entries)
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_variant(self) -> bool:
+        return self.parent is not None
 
     @property
     def skill(self) -> str | None:

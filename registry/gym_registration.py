@@ -36,7 +36,8 @@ def spec_for(record: EnvRecord) -> EnvSpec:
         id=str(record.env_id),
         entry_point=ENTRY_POINT,
         max_episode_steps=int(max_steps) if max_steps else None,
-        kwargs={"env_id": record.env_id.base, "version": record.env_id.version},
+        # a variant's fixed kwargs ride in the spec: gym.make(variant) needs none
+        kwargs={"env_id": record.env_id.base, "version": record.env_id.version, **record.params},
     )
 
 
@@ -76,6 +77,20 @@ def register_rows(rows: Iterable[tuple[int, int, int | None]]) -> int:
     return len(specs)
 
 
+def register_variant_rows(rows: Iterable[tuple[int, int, str | None]]) -> int:
+    """Give registered store variants, as (seq, version, params JSON), their fixed kwargs
+    in ``spec.kwargs`` (so ``gym.make`` of a variant needs none)."""
+    import json
+
+    n = 0
+    for seq, version, params in rows:
+        spec = gym_registry.get(f"{NAMESPACE}/Env-{seq:05d}-v{version}")
+        if spec is not None and params:
+            spec.kwargs = {"env_id": f"{NAMESPACE}/Env-{seq:05d}", "version": version, **json.loads(params)}
+            n += 1
+    return n
+
+
 def register_store() -> int:
     """Register the loadable entries of the local store (0 when there is none)."""
     from . import shared_store
@@ -84,7 +99,9 @@ def register_store() -> int:
         reg = shared_store()
         if reg is None:
             return 0
-        return register_rows(reg.registration_rows())
+        n = register_rows(reg.registration_rows())
+        register_variant_rows(reg.variant_rows())
+        return n
     except (SpadeError, OSError) as exc:
         warnings.warn(f"spade: the local registry store is not used ({exc}); only the seed suite is registered",
                       RuntimeWarning, stacklevel=2)

@@ -39,6 +39,7 @@ def _schema():
         ("source", s), ("sha256", s), ("tool_specs", s), ("metadata", s), ("designer_model", s),
         ("grounding_ref", s), ("parent_ids", pa.list_(s)), ("regret", f), ("win_rate_hint", f),
         ("win_rate_plain", f), ("acceptance", s), ("max_episode_steps", i), ("created_at", s), ("updated_at", s),
+        ("parent", s), ("params", s),  # variants: parent id, fixed kwargs as a JSON object
     ])
 
 

@@ -5,9 +5,16 @@ The schema version lives in ``PRAGMA user_version``; ``PRAGMA application_id`` h
 ``MIGRATIONS[i]`` upgrades a store from version ``i`` to ``i + 1``; they run inside one
 ``BEGIN IMMEDIATE`` transaction, so a store is either fully migrated or untouched.
 Never edit a published migration: append a new one and bump nothing else.
+An entry is an SQL script (statements separated by ``;``) or a callable taking the
+connection, for steps SQL alone cannot say robustly (rebuilding a table whatever columns
+earlier migrations added to it).
 """
 
 from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Callable
 
 #: "SPDE" as a big-endian 32-bit integer.
 APPLICATION_ID = 0x53504445
@@ -60,7 +67,40 @@ CREATE INDEX envs_generation ON envs (generation);
 CREATE INDEX envs_skill ON envs (skill);
 """
 
-MIGRATIONS: list[str] = [_V1]
+
+
+def _variants(conn: sqlite3.Connection) -> None:
+    """Registry variants (issue 16): a variant is a parent program (``parent``: the full
+    id ``spade/Env-NNNNN-vK``) plus fixed constructor kwargs (``params``: canonical JSON
+    object), sharing the parent's source. ``envs.sha256`` can therefore no longer be
+    UNIQUE: the table is rebuilt without that constraint (SQLite cannot drop one in
+    place), keeping every column and index it has; ordinary entries stay unique by
+    source, variants by (parent, params)."""
+    table_sql = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'envs'").fetchone()[0]
+    new_sql, n = re.subn(r"\bsha256\s+TEXT\s+NOT\s+NULL\s+UNIQUE\b", "sha256 TEXT NOT NULL", table_sql, count=1)
+    if n != 1:
+        raise sqlite3.DatabaseError("registry migration 'variants': envs.sha256 is not declared as expected")
+    new_sql, n = re.subn(r"^\s*CREATE\s+TABLE\s+\"?envs\"?", "CREATE TABLE envs_variants_rebuild", new_sql, count=1)
+    if n != 1:
+        raise sqlite3.DatabaseError("registry migration 'variants': unexpected envs table definition")
+    indexes = [r[0] for r in conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'envs' AND sql IS NOT NULL")]
+    cols = ", ".join(f'"{r[1]}"' for r in conn.execute("PRAGMA table_info(envs)"))
+    conn.execute(new_sql)
+    conn.execute(f"INSERT INTO envs_variants_rebuild ({cols}) SELECT {cols} FROM envs")
+    conn.execute("DROP TABLE envs")
+    conn.execute("ALTER TABLE envs_variants_rebuild RENAME TO envs")
+    for sql in indexes:
+        conn.execute(sql)
+    conn.execute("ALTER TABLE envs ADD COLUMN parent TEXT")
+    conn.execute("ALTER TABLE envs ADD COLUMN params TEXT")
+    conn.execute("CREATE UNIQUE INDEX envs_source_unique ON envs (sha256) WHERE parent IS NULL")
+    conn.execute("CREATE UNIQUE INDEX envs_variant_unique ON envs (parent, params) WHERE parent IS NOT NULL")
+    # Gymnasium registration reads the variants' kwargs from this covering index alone
+    conn.execute("CREATE INDEX envs_variant_rows ON envs (status, seq, version, params) WHERE parent IS NOT NULL")
+
+
+MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [_V1, _variants]
 
 #: The schema version this code writes.
 SCHEMA_VERSION = len(MIGRATIONS)

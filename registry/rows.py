@@ -5,7 +5,9 @@ class_name, generation, status and status_reason, skill, description, designer_m
 grounding_ref, parent_ids (JSON list of ids), tool_specs (JSON), metadata (JSON: the
 program's ``METADATA`` merged with caller metadata), acceptance (JSON list of stage
 verdicts), regret, win_rate_hint, win_rate_plain, max_episode_steps, origin
-(``local`` or ``hub:REPO@COMMIT``), created_at, updated_at.
+(``local`` or ``hub:REPO@COMMIT``), created_at, updated_at; for a *variant* also
+parent (the full id of the program it fixes kwargs of) and params (canonical JSON
+object of those kwargs; NULL for ordinary entries).
 """
 
 from __future__ import annotations
@@ -55,7 +57,8 @@ def row_values(*, source: str, filename: str = "<env>", generation: int | None =
                tool_specs: Any = None, metadata: Any = None, acceptance: Any = None, regret: float | None = None,
                win_rate_hint: float | None = None, win_rate_plain: float | None = None,
                max_episode_steps: int | None = None, origin: str = "local", created_at: str | None = None,
-               updated_at: str | None = None, tags: Any = None, **_ignored: Any) -> dict[str, Any]:
+               updated_at: str | None = None, tags: Any = None, parent: str | None = None, params: Any = None,
+               **_ignored: Any) -> dict[str, Any]:
     """Column values for one entry. Parses ``source`` (raising
     :class:`~spade_envs.errors.EnvProgramError` when it is not a program) for its class
     name and ``METADATA``; explicit arguments win over ``METADATA``."""
@@ -92,7 +95,24 @@ def row_values(*, source: str, filename: str = "<env>", generation: int | None =
         "origin": origin,
         "created_at": created_at,
         "updated_at": updated_at,
+        **variant_columns(parent, params),
     }
+
+
+def canonical_params(params: Any) -> str:
+    """The stored form of a variant's kwargs: compact JSON, keys sorted (dedup key)."""
+    if isinstance(params, str):
+        params = json.loads(params) if params else {}
+    if not isinstance(params, dict):
+        raise RegistryError(f"variant params must be a JSON object, got {type(params).__name__}")
+    return json.dumps(params, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def variant_columns(parent: str | None, params: Any) -> dict[str, Any]:
+    """``parent``/``params`` column values: both NULL for an ordinary entry."""
+    if not parent:
+        return {"parent": None, "params": None}
+    return {"parent": str(parent), "params": canonical_params(params)}
 
 
 def record_from_row(row: dict[str, Any]) -> EnvRecord:
@@ -102,6 +122,9 @@ def record_from_row(row: dict[str, Any]) -> EnvRecord:
     meta.update({k: json.loads(row[k] or "[]") for k in _JSON})
     if row.get("max_episode_steps") is not None:
         meta["max_episode_steps"] = row["max_episode_steps"]
+    parent = row.get("parent")
+    params = json.loads(row["params"]) if parent and row.get("params") else {}
+    meta["parent"], meta["params"] = parent, params
     return EnvRecord(
         env_id=EnvId(row["seq"], row["version"]),
         source=row["source"],
@@ -110,13 +133,15 @@ def record_from_row(row: dict[str, Any]) -> EnvRecord:
         generation=row["generation"],
         status=row["status"],
         metadata=meta,
+        parent=parent,
+        params=params,
     )
 
 
 def export_row(rec: EnvRecord) -> dict[str, Any]:
     """The flat, Parquet-friendly form of a record (also how seeds are exported)."""
     m = rec.metadata
-    skip = set(_SCALARS) | set(_JSON) | {"max_episode_steps", "file", "tags"}
+    skip = set(_SCALARS) | set(_JSON) | {"max_episode_steps", "file", "tags", "parent", "params"}
     return {
         "id": rec.env_id.base,
         "env_id": str(rec.env_id),
@@ -143,4 +168,7 @@ def export_row(rec: EnvRecord) -> dict[str, Any]:
         "max_episode_steps": m.get("max_episode_steps"),
         "created_at": m.get("created_at"),
         "updated_at": m.get("updated_at"),
+        # variants: the parent program's full id and the fixed kwargs (JSON object); null otherwise
+        "parent": rec.parent,
+        "params": canonical_params(rec.params) if rec.parent else None,
     }

@@ -162,6 +162,9 @@ class Registry:
                 fresh = self._check_identity()  # another process may have won the race
                 start = self._pragma("user_version")
                 for script in MIGRATIONS[start:]:
+                    if callable(script):
+                        script(self._conn)
+                        continue
                     for statement in script.split(";"):
                         if statement.strip():
                             self._conn.execute(statement)
@@ -221,7 +224,8 @@ class Registry:
                 if seed is not None:
                     out.append(AddResult(seed.env_id, False))
                     continue
-                hit = conn.execute("SELECT seq, version FROM envs WHERE sha256 = ?", (values["sha256"],)).fetchone()
+                hit = conn.execute("SELECT seq, version FROM envs WHERE sha256 = ? AND parent IS NULL",
+                                   (values["sha256"],)).fetchone()
                 if hit:
                     out.append(AddResult(EnvId(hit[0], hit[1]), False))
                     continue
@@ -247,16 +251,65 @@ class Registry:
         self._sync_gym([r.env_id for r in out if r.new])
         return out
 
+    def add_variant(self, parent: str | EnvId, params: dict[str, Any], *, generation: int | None = None,
+                    metadata: dict[str, Any] | None = None, acceptance: list | None = None,
+                    regret: float | None = None, win_rate_hint: float | None = None,
+                    win_rate_plain: float | None = None, designer_model: str | None = None) -> AddResult:
+        """Store a *variant* (:mod:`.variants`): ``parent`` (a seed or store entry that
+        declares ``PARAMETERS``; latest version unless the id names one) with ``params``
+        fixed. Returns its own id. The same (parent, full point) as an existing variant
+        returns that one with ``new=False``; the parent's default point returns the
+        parent. Raises :class:`~.variants.VariantError` or
+        :class:`~spade_envs.parameters.InvalidParametersError` for bad input."""
+        from .rows import canonical_params
+        from .variants import plan_variant
+
+        plan = plan_variant(self, parent, params)
+        if plan.is_defaults:
+            return AddResult(plan.root.env_id, False)
+        root = plan.root
+        meta = {k: v for k, v in root.metadata.items() if k in ("name", "skill", "description", "tags", "mode")}
+        meta.update(metadata or {})
+        meta["lineage"] = plan.lineage
+        values = row_values(
+            source=root.source, filename=root.metadata.get("file", "<env>"), generation=generation,
+            skill=root.skill, description=root.metadata.get("description"), designer_model=designer_model,
+            parent_ids=[plan.lineage[0]], tool_specs=root.metadata.get("tool_specs"), metadata=meta,
+            acceptance=acceptance, regret=regret, win_rate_hint=win_rate_hint, win_rate_plain=win_rate_plain,
+            max_episode_steps=root.metadata.get("max_episode_steps"), parent=plan.parent, params=plan.params,
+        )
+        key = canonical_params(plan.params)
+        with self.transaction() as conn:
+            hit = conn.execute("SELECT seq, version FROM envs WHERE parent = ? AND params = ?",
+                               (plan.parent, key)).fetchone()
+            if hit:
+                return AddResult(EnvId(hit[0], hit[1]), False)
+            top = conn.execute("SELECT max(seq) FROM envs").fetchone()[0]
+            seq = max(FIRST_STORE_SEQ, (top or 0) + 1)
+            if values["generation"] is None:
+                values["generation"] = max(1, conn.execute("SELECT max(generation) FROM envs").fetchone()[0] or 1)
+            self._insert(conn, seq, 0, values)
+        result = AddResult(EnvId(seq, 0), True)
+        self._sync_gym([result.env_id])
+        return result
+
+    def variant_rows(self) -> list[tuple[int, int, str]]:
+        """(seq, version, params JSON) of every loadable variant; reads only its index."""
+        return self._conn.execute(
+            "SELECT seq, version, params FROM envs INDEXED BY envs_variant_rows "
+            "WHERE parent IS NOT NULL AND status IN ('active', 'deprecated')").fetchall()
+
     def _sync_gym(self, env_ids: list[EnvId]) -> None:
         """Keep this process's Gymnasium registry in step with the default store."""
         if not env_ids or self.path.resolve() != default_path().resolve():
             return
-        from .gym_registration import register_rows, unregister
+        from .gym_registration import register_rows, register_variant_rows, unregister
 
         ids = {(e.seq, e.version) for e in env_ids}
         rows = [r for r in self.registration_rows() if (r[0], r[1]) in ids]
         unregister(env_ids)
         register_rows(rows)
+        register_variant_rows([r for r in self.variant_rows() if (r[0], r[1]) in ids])
 
     def _insert(self, conn: sqlite3.Connection, seq: int, version: int, values: dict[str, Any]) -> None:
         now = _now()
@@ -285,11 +338,17 @@ class Registry:
                 if seq < FIRST_STORE_SEQ:
                     counts["seeds"] += 1  # the seed suite comes from the installed package
                     continue
-                hit = conn.execute("SELECT sha256 FROM envs WHERE seq = ? AND version = ?", (seq, version)).fetchone()
-                if hit and hit[0] == values["sha256"]:
+                hit = conn.execute("SELECT sha256, params FROM envs WHERE seq = ? AND version = ?",
+                                   (seq, version)).fetchone()
+                if hit and (hit[0], hit[1]) == (values["sha256"], values["params"]):
                     counts["unchanged"] += 1
                     continue
-                other = conn.execute("SELECT seq, version FROM envs WHERE sha256 = ?", (values["sha256"],)).fetchone()
+                if values["parent"] is None:
+                    other = conn.execute("SELECT seq, version FROM envs WHERE sha256 = ? AND parent IS NULL",
+                                         (values["sha256"],)).fetchone()
+                else:  # a variant: the same parent and kwargs is the same entry
+                    other = conn.execute("SELECT seq, version FROM envs WHERE parent = ? AND params = ?",
+                                         (values["parent"], values["params"])).fetchone()
                 if hit or other:
                     where = EnvId(seq, version) if hit else EnvId(*other)
                     raise RegistryError(

@@ -23,7 +23,9 @@ from .spaces import UnicodeText
 
 class SpadeEnv(gym.Env[str, str]):
     """A spade environment. Make it with ``gym.make("spade/Env-00001")``, or directly
-    from a source with ``SpadeEnv(source=text)``."""
+    from a source with ``SpadeEnv(source=text)``. Other keyword arguments are the
+    program's parameters (its ``PARAMETERS`` schema), e.g. ``gym.make(id, difficulty=0)``;
+    an invalid one raises :class:`~spade_envs.parameters.InvalidParametersError`."""
 
     metadata = {"render_modes": ["ansi"], "render_fps": 1}
 
@@ -38,6 +40,7 @@ class SpadeEnv(gym.Env[str, str]):
         runtime: EnvRuntime | None = None,
         render_mode: str | None = None,
         env_kwargs: dict[str, Any] | None = None,
+        **kwargs: Any,
     ) -> None:
         if (env_id is None) == (source is None):
             raise ValueError("give exactly one of env_id= or source=")
@@ -49,6 +52,8 @@ class SpadeEnv(gym.Env[str, str]):
 
             record = resolve(env_id, version)
             source, trusted = record.source, record.trusted
+            if record.params:  # a registry variant: its fixed kwargs, under any given ones
+                env_kwargs = {**record.params, **(env_kwargs or {})}
             self.env_id, self.version = record.env_id.base, record.env_id.version
             self.spade_metadata = dict(record.metadata)
             from .multiplayer import is_multiplayer
@@ -64,6 +69,9 @@ class SpadeEnv(gym.Env[str, str]):
         self.action_space = UnicodeText()
         self.use_hint = hint
         self._runtime = runtime or get_runtime(trusted=trusted, trust_remote_code=trust_remote_code)
+        # the program's own parameters: gym.make(id, difficulty=3) or env_kwargs={...};
+        # the runtime validates them against the program's PARAMETERS (spade_envs.parameters)
+        env_kwargs = self.env_kwargs = {**(env_kwargs or {}), **kwargs}
         self._session: EnvSession = self._runtime.open(
             source, kwargs=env_kwargs, filename=self.spade_metadata.get("file", "<env>")
         )

@@ -43,8 +43,9 @@ def _obs_space() -> spaces.Dict:
 
 
 def _open(env_id: str | None, source: str | None, kwargs: dict[str, Any]) -> MultiPlayerSession:
-    return open_game(env_id, source=source, kwargs=kwargs.pop("env_kwargs", None),
-                     trust_remote_code=kwargs.pop("trust_remote_code", False))
+    trust = kwargs.pop("trust_remote_code", False)
+    params = {**(kwargs.pop("env_kwargs", None) or {}), **kwargs}  # the game's PARAMETERS, validated on open
+    return open_game(env_id, source=source, kwargs=params, trust_remote_code=trust)
 
 
 class SpadeAECEnv(AECEnv):

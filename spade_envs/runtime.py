@@ -25,6 +25,7 @@ from typing import Any
 from .actions import parse_tool_calls
 from .contract import StepResult, check_reset_result, check_step_result, check_text
 from .errors import EnvExecutionError, EnvProgramError, SpadeError, UntrustedCodeError
+from .parameters import resolve_kwargs
 from .program import inspect_program, trusted_prelude
 from .tools import ArgumentValidator, validate_tool_specs
 
@@ -198,6 +199,7 @@ class InProcessRuntime(EnvRuntime):
 
     def open(self, source: str, *, kwargs: dict[str, Any] | None = None, filename: str = "<env>") -> EnvSession:
         info = inspect_program(source, filename)
+        kwargs = resolve_kwargs(source, kwargs, filename)
         namespace = trusted_prelude()
         namespace["__name__"] = f"spade_env_{info.sha256[:12]}"
         try:

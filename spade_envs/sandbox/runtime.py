@@ -27,6 +27,7 @@ from typing import Any
 
 from ..contract import StepResult, check_reset_result, check_step_result, check_text
 from ..errors import EnvExecutionError, EnvProgramError, SpadeError
+from ..parameters import resolve_kwargs
 from ..program import inspect_program
 from ..runtime import EnvRuntime, EnvSession
 from .pool import Lost, Worker, WorkerPool
@@ -149,7 +150,8 @@ class SandboxRuntime(EnvRuntime):
 
     def open(self, source: str, *, kwargs: dict[str, Any] | None = None, filename: str = "<env>") -> EnvSession:
         info = inspect_program(source, filename)
-        session = SandboxSession(self, source, info.class_name, dict(kwargs or {}), filename)
+        kwargs = resolve_kwargs(source, kwargs, filename)  # validated against PARAMETERS here, in the host
+        session = SandboxSession(self, source, info.class_name, kwargs, filename)
         session._attach()
         return session
 

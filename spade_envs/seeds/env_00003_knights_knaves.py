@@ -11,14 +11,55 @@ METADATA = {
     "tags": ["logic", "knights-and-knaves", "constraint-satisfaction", "single-answer"],
 }
 
+
+PARAMETERS = {'type': 'object',
+ 'properties': {'difficulty': {'type': 'integer',
+                               'minimum': 0,
+                               'maximum': 4,
+                               'default': 3,
+                               'description': "0: everyone says 'I am a knight' and a truthful guide says "
+                                              'exactly one is a knave: how many knights (a number, loose '
+                                              'answer format); 1: three islanders; 2: four or five; 3: six '
+                                              'or seven (the original); 4: nine or ten islanders'},
+                'num_islanders': {'type': ['integer', 'null'],
+                                  'minimum': 3,
+                                  'maximum': 10,
+                                  'default': None,
+                                  'description': 'islanders to unmask (difficulty >= 1); null: set by '
+                                                 'difficulty'},
+                'loose_answer': {'type': ['boolean', 'null'],
+                                 'default': None,
+                                 'description': 'also accept the last number of a reply without \\\\boxed{} '
+                                                '(null: only at difficulty 0)'},
+                'max_turns': {'type': 'integer',
+                              'minimum': 1,
+                              'maximum': 40,
+                              'default': 2,
+                              'description': 'agent turns allowed'}}}
+
+#: difficulty -> numbers of islanders (0: the counting warm-up)
+LEVELS = {0: [3], 1: [3], 2: [4, 5], 3: [6, 7], 4: [9, 10]}
+
+
+def _loose_number(text):
+    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
+    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
+    if boxed:
+        return boxed.pop() if len(boxed) == 1 else None
+    found = re.findall(r"-?\d+", text)
+    return found[-1] if found and len(set(found)) <= 6 else None
+
 NAMES = ["Ada", "Bram", "Cleo", "Dov", "Esme", "Finn", "Gus", "Hal", "Iris", "Jude", "Kai", "Lena"]
 
 
 class KnightsKnavesEnv:
     """Single-answer deduction; the answer is a string of K/N letters, one per islander."""
 
-    def __init__(self, max_turns=2, **kwargs):
+    def __init__(self, max_turns=2, difficulty=3, num_islanders=None, loose_answer=None, **kwargs):
         self.max_turns = max_turns
+        self.difficulty = difficulty
+        self._sizes = LEVELS[difficulty] if num_islanders is None else [num_islanders]
+        self._loose = difficulty == 0 if loose_answer is None else loose_answer
         self.reset()
 
     # A statement is a tuple (kind, people, k); _holds evaluates it in an assignment
@@ -74,11 +115,14 @@ class KnightsKnavesEnv:
 
     def reset(self, seed=None):
         rng = random.Random(seed)
-        n = rng.choice([6, 7])
+        if self.difficulty == 0:
+            return self._reset_count(rng)
+        n = rng.choice(self._sizes)
         self._names = rng.sample(NAMES, n)
+        low = 2 if n >= 4 else 1
         while True:
             truth = tuple(rng.random() < 0.5 for _ in range(n))
-            if 2 <= sum(truth) <= n - 2:
+            if low <= sum(truth) <= n - low:
                 break
         worlds = list(product([True, False], repeat=n))
         said = []
@@ -110,11 +154,34 @@ class KnightsKnavesEnv:
         )
         return obs, {}
 
+    def _reset_count(self, rng):
+        """Difficulty 0: count the knights when a truthful guide says one islander is a knave."""
+        n = rng.randint(3, 9)
+        self._names = rng.sample(NAMES, n)
+        liar = rng.randrange(n)
+        self._truth = tuple(p != liar for p in range(n))
+        self._answer = str(n - 1)
+        self._statements = [(liar, ("knave", (liar,), 0))]
+        self._turn, self._done = 0, False
+        obs = (
+            "On this island every inhabitant is either a knight (always tells the truth) or a "
+            f"knave (always lies). You meet {n} islanders: {', '.join(self._names)}.\n"
+            "Each of them says: \"I am a knight.\" A guide who never lies tells you that exactly one of "
+            "them is a knave.\nHow many of them are knights? Answer with \\boxed{number}."
+        )
+        return obs, {}
+
     def step(self, action):
         if self._done:
             return "The episode is over.", 0.0, True, False, {}
         self._turn += 1
         found = re.findall(r"\\boxed\{([^{}]*)\}", str(action))
+        if self.difficulty == 0:
+            loose = _loose_number(str(action)) if self._loose else (found[-1].strip() if len(found) == 1 else None)
+            won = loose is not None and loose.strip() == self._answer
+            truncated = not won and self._turn >= self.max_turns
+            self._done = won or truncated
+            return ("Correct." if won else "That is not the number of knights."), float(won), won, truncated, {}
         guess = re.sub(r"[^KN]", "", found[-1].upper()) if found else ""
         if guess == self._answer:
             self._done = True
@@ -129,6 +196,8 @@ class KnightsKnavesEnv:
         return self._answer
 
     def hint(self):
+        if self.difficulty == 0:
+            return "Every islander but one tells the truth."
         p = self._statements[-1][0]
         kind = "knight" if self._truth[p] else "knave"
         return (

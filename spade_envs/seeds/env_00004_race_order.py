@@ -11,17 +11,58 @@ METADATA = {
     "tags": ["logic", "ordering", "constraint-satisfaction", "single-answer"],
 }
 
+
+PARAMETERS = {'type': 'object',
+ 'properties': {'difficulty': {'type': 'integer',
+                               'minimum': 0,
+                               'maximum': 4,
+                               'default': 3,
+                               'description': "0: one runner's place is given and another finished right "
+                                              'behind: name that place (a number, loose answer format); 1: '
+                                              'three runners; 2: four or five; 3: seven runners (the '
+                                              'original); 4: eight runners'},
+                'num_runners': {'type': ['integer', 'null'],
+                                'minimum': 3,
+                                'maximum': 8,
+                                'default': None,
+                                'description': 'runners to order (difficulty >= 1); null: set by difficulty'},
+                'loose_answer': {'type': ['boolean', 'null'],
+                                 'default': None,
+                                 'description': 'also accept the last number of a reply without \\\\boxed{} '
+                                                '(null: only at difficulty 0)'},
+                'max_turns': {'type': 'integer',
+                              'minimum': 1,
+                              'maximum': 40,
+                              'default': 2,
+                              'description': 'agent turns allowed'}}}
+
+#: difficulty -> numbers of runners (0: the one-step warm-up)
+LEVELS = {0: [7], 1: [3], 2: [4, 5], 3: [7], 4: [8]}
+WORDS = {3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}
+
+
+def _loose_number(text):
+    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
+    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
+    if boxed:
+        return boxed.pop() if len(boxed) == 1 else None
+    found = re.findall(r"-?\d+", text)
+    return found[-1] if found and len(set(found)) <= 6 else None
+
 RUNNERS = ["Amara", "Boris", "Chloe", "Dmitri", "Elena", "Farid", "Greta", "Hugo", "Ines", "Jonas", "Kira", "Leon"]
 N = 7
-ORDINAL = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh"]
+ORDINAL = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth"]
 ALL_ORDERS = list(permutations(range(N)))  # ALL_ORDERS[i][runner] = position (0 = first)
 
 
 class RaceOrderEnv:
     """Single-answer deduction over the 5040 possible finishing orders."""
 
-    def __init__(self, max_turns=2, **kwargs):
+    def __init__(self, max_turns=2, difficulty=3, num_runners=None, loose_answer=None, **kwargs):
         self.max_turns = max_turns
+        self.difficulty = difficulty
+        self._sizes = LEVELS[difficulty] if num_runners is None else [num_runners]
+        self._loose = difficulty == 0 if loose_answer is None else loose_answer
         self.reset()
 
     @staticmethod
@@ -63,7 +104,7 @@ class RaceOrderEnv:
         return f"{x} finished {ORDINAL[k]}."
 
     def _true_clue(self, rng, pos):
-        a, b = rng.sample(range(N), 2)
+        a, b = rng.sample(range(self._n), 2)
         kind = rng.choice(["ahead", "ahead", "gap", "between", "adjacent_not", "not_top", "parity", "at"])
         if kind in ("ahead", "gap") and pos[a] > pos[b]:
             a, b = b, a
@@ -82,11 +123,14 @@ class RaceOrderEnv:
 
     def reset(self, seed=None):
         rng = random.Random(seed)
-        self._names = rng.sample(RUNNERS, N)
-        pos = list(range(N))
+        if self.difficulty == 0:
+            return self._reset_behind(rng)
+        self._n = n = rng.choice(self._sizes) if len(self._sizes) > 1 else self._sizes[0]
+        self._names = rng.sample(RUNNERS, n)
+        pos = list(range(n))
         rng.shuffle(pos)
         pos = tuple(pos)
-        clues, candidates, placed = [], ALL_ORDERS, 0
+        clues, candidates, placed = [], ALL_ORDERS if n == N else list(permutations(range(n))), 0
         while len(candidates) > 1:
             clue = self._true_clue(rng, pos)
             if clue is None or (clue[0] == "at" and placed >= 1):
@@ -99,7 +143,7 @@ class RaceOrderEnv:
             candidates = kept
         self._pos = pos
         self._clues = clues
-        order = sorted(range(N), key=lambda r: pos[r])
+        order = sorted(range(n), key=lambda r: pos[r])
         self._answer = ", ".join(self._names[r] for r in order)
         self._turn = 0
         self._done = False
@@ -107,10 +151,30 @@ class RaceOrderEnv:
         if listed == [self._names[r] for r in order]:
             listed.reverse()  # never show the runners in their finishing order
         obs = (
-            f"Seven runners ran a race: {', '.join(listed)}. There were no ties.\n"
+            f"{WORDS[n].capitalize()} runners ran a race: {', '.join(listed)}. There were no ties.\n"
             + "\n".join(f"  {i + 1}. {self._text(c)}" for i, c in enumerate(clues))
-            + "\nThese clues determine the finishing order completely. Give all seven names from "
+            + "\nThese clues determine the finishing order completely. Give all {WORDS[n]} names from "
             "first to last, separated by commas, as \\boxed{name, name, ...}."
+        )
+        return obs, {}
+
+    def _reset_behind(self, rng):
+        """Difficulty 0: one clue, one step: the place right behind a given runner."""
+        self._n = N
+        self._names = rng.sample(RUNNERS, N)
+        ahead = rng.randrange(N - 1)
+        pos = list(range(N))
+        rng.shuffle(pos)
+        a = pos.index(ahead)
+        b = pos.index(ahead + 1)
+        self._pos, self._clues = tuple(pos), [("at", a, a, ahead), ("gap", a, b, 1)]
+        self._answer = str(ahead + 2)
+        self._turn, self._done = 0, False
+        obs = (
+            f"Seven runners ran a race: {', '.join(sorted(self._names))}. There were no ties.\n"
+            f"  1. {self._names[a]} finished in place number {ahead + 1}.\n"
+            f"  2. {self._names[b]} finished right behind {self._names[a]}.\n"
+            f"In which place did {self._names[b]} finish? Answer with \\boxed{{place number}}."
         )
         return obs, {}
 
@@ -119,6 +183,12 @@ class RaceOrderEnv:
             return "The episode is over.", 0.0, True, False, {}
         self._turn += 1
         found = re.findall(r"\\boxed\{([^{}]*)\}", str(action))
+        if self.difficulty == 0:
+            got = _loose_number(str(action)) if self._loose else (found[-1].strip() if len(found) == 1 else None)
+            won = got is not None and got.strip() == self._answer
+            truncated = not won and self._turn >= self.max_turns
+            self._done = won or truncated
+            return ("Correct." if won else "That is not the place."), float(won), won, truncated, {}
         words = [w.capitalize() for w in re.findall(r"[A-Za-z]+", found[-1])] if found else []
         if ", ".join(words) == self._answer:
             self._done = True
@@ -126,15 +196,15 @@ class RaceOrderEnv:
         truncated = self._turn >= self.max_turns
         self._done = truncated
         if sorted(words) != sorted(self._names):
-            return "List each of the seven runners exactly once, first to last.", 0.0, False, truncated, {}
+            return f"List each of the {WORDS[self._n]} runners exactly once, first to last.", 0.0, False, truncated, {}
         return "That order breaks at least one clue.", 0.0, False, truncated, {}
 
     def solution(self):
         return self._answer
 
     def hint(self):
-        middle = min(range(N), key=lambda r: abs(self._pos[r] - 3))
+        middle = min(range(self._n), key=lambda r: abs(self._pos[r] - self._n // 2))
         return (
-            f"{self._names[middle]} finished fourth. Start from the clues that fix distances "
+            f"{self._names[middle]} finished {ORDINAL[self._pos[middle]]}. Start from the clues that fix distances "
             "(exact gaps, runners between) and place pairs as blocks, then use the ordering clues."
         )

@@ -11,14 +11,61 @@ METADATA = {
     "tags": ["grid", "shortest-path", "navigation", "multi-turn"],
 }
 
+
+PARAMETERS = {'type': 'object',
+ 'properties': {'difficulty': {'type': 'integer',
+                               'minimum': 0,
+                               'maximum': 4,
+                               'default': 3,
+                               'description': '0: G is next to S on an open 3x3 floor: one move, named as a '
+                                              'letter or a word (loose answer format); 1: open 3x4 floor, '
+                                              'two or three moves; 2: 5x6 with a few shelves, a detour; 3: '
+                                              '8-10 x 9-12 with a blocked straight line, 12+ moves (the '
+                                              'original); 4: 14-16 x 18-22, 30+ moves'},
+                'rows': {'type': ['integer', 'null'],
+                         'minimum': 2,
+                         'maximum': 20,
+                         'default': None,
+                         'description': 'map height; null: set by difficulty'},
+                'cols': {'type': ['integer', 'null'],
+                         'minimum': 2,
+                         'maximum': 24,
+                         'default': None,
+                         'description': 'map width; null: set by difficulty'},
+                'loose_answer': {'type': ['boolean', 'null'],
+                                 'default': None,
+                                 'description': 'also accept the last number of a reply without \\\\boxed{} '
+                                                '(null: only at difficulty 0)'},
+                'max_turns': {'type': 'integer',
+                              'minimum': 1,
+                              'maximum': 40,
+                              'default': 4,
+                              'description': 'agent turns allowed'}}}
+
+#: difficulty -> (rows, cols, shelf density, least and most moves, least detour over the straight line)
+LEVELS = {
+    0: ((3, 3), (3, 3), (0.0, 0.0), 1, 1, 0),
+    1: ((3, 3), (4, 4), (0.0, 0.0), 2, 3, 0),
+    2: ((5, 5), (6, 6), (0.15, 0.2), 5, None, 2),
+    3: ((8, 10), (9, 12), (0.25, 0.33), 12, None, 4),
+    4: ((14, 16), (18, 22), (0.28, 0.33), 30, None, 8),
+}
+
 MOVES = {"U": (-1, 0), "D": (1, 0), "L": (0, -1), "R": (0, 1)}
 
 
 class WarehousePathEnv:
     """The answer is a move string; it is checked by simulation, so every shortest route wins."""
 
-    def __init__(self, max_turns=4, **kwargs):
+    def __init__(self, max_turns=4, difficulty=3, rows=None, cols=None, loose_answer=None, **kwargs):
         self.max_turns = max_turns
+        self.difficulty = difficulty
+        rows_range, cols_range, self._density, self._least, self._most, self._detour = LEVELS[difficulty]
+        self._rows_range = rows_range if rows is None else (rows, rows)
+        self._cols_range = cols_range if cols is None else (cols, cols)
+        if rows is not None or cols is not None:  # a custom map: ask only for a reachable goal
+            self._least, self._most, self._detour = 1, None, 0
+        self._loose = difficulty == 0 if loose_answer is None else loose_answer
         self.reset()
 
     def _bfs(self, start):
@@ -38,14 +85,17 @@ class WarehousePathEnv:
     def reset(self, seed=None):
         rng = random.Random(seed)
         while True:
-            self._rows, self._cols = rng.randint(8, 10), rng.randint(9, 12)
+            self._rows, self._cols = rng.randint(*self._rows_range), rng.randint(*self._cols_range)
             cells = [(r, c) for r in range(self._rows) for c in range(self._cols)]
-            density = rng.uniform(0.25, 0.33)
+            density = rng.uniform(*self._density)
             self._free = {p for p in cells if rng.random() > density}
+            if len(self._free) < 2:
+                continue
             start, goal = rng.sample(sorted(self._free), 2)
             dist, parent = self._bfs(start)
             manhattan = abs(start[0] - goal[0]) + abs(start[1] - goal[1])
-            if goal in dist and dist[goal] >= 12 and dist[goal] >= manhattan + 4:
+            if (goal in dist and dist[goal] >= self._least and dist[goal] >= manhattan + self._detour
+                    and (self._most is None or dist[goal] <= self._most)):
                 break  # far apart, and the straight line is blocked
         self._start, self._goal, self._dist = start, goal, dist[goal]
         path, node = [], goal
@@ -87,6 +137,12 @@ class WarehousePathEnv:
         self._turn += 1
         found = re.findall(r"\\boxed\{([^{}]*)\}", str(action))
         moves = re.sub(r"[\s,]", "", found[-1]).upper() if found else ""
+        if self._loose and not found:
+            named = re.findall(r"\b(up|down|left|right|U|D|L|R)\b", str(action), re.IGNORECASE)
+            if named and len(named) <= 4:
+                moves = named[-1][0].upper()
+        elif self._loose and len(set(found)) > 1:
+            moves = ""
         truncated = self._turn >= self.max_turns
         if not moves or any(m not in MOVES for m in moves):
             self._done = truncated

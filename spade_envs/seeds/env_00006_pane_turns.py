@@ -10,6 +10,52 @@ METADATA = {
     "tags": ["geometry", "rotation", "reflection", "mental-imagery", "single-answer"],
 }
 
+
+PARAMETERS = {'type': 'object',
+ 'properties': {'difficulty': {'type': 'integer',
+                               'minimum': 0,
+                               'maximum': 4,
+                               'default': 3,
+                               'description': '0: a one-cell piece slides one cell down or right: name its '
+                                              'new row or column (a number, loose answer format); 1: a '
+                                              'four-cell piece, one operation; 2: four or five cells, two or '
+                                              'three operations; 3: five to seven cells, four to six '
+                                              'operations (the original); 4: eight or nine cells, nine to '
+                                              'twelve operations'},
+                'piece_cells': {'type': ['integer', 'null'],
+                                'minimum': 4,
+                                'maximum': 9,
+                                'default': None,
+                                'description': 'cells of the piece (difficulty >= 1); null: set by '
+                                               'difficulty'},
+                'num_operations': {'type': ['integer', 'null'],
+                                   'minimum': 1,
+                                   'maximum': 16,
+                                   'default': None,
+                                   'description': 'turns, flips and slides applied (difficulty >= 1); null: '
+                                                  'set by difficulty'},
+                'loose_answer': {'type': ['boolean', 'null'],
+                                 'default': None,
+                                 'description': 'also accept the last number of a reply without \\\\boxed{} '
+                                                '(null: only at difficulty 0)'},
+                'max_turns': {'type': 'integer',
+                              'minimum': 1,
+                              'maximum': 40,
+                              'default': 2,
+                              'description': 'agent turns allowed'}}}
+
+#: difficulty -> (cells of the piece, operations); 0: the one-cell warm-up
+LEVELS = {0: ((1, 1), (1, 1)), 1: ((4, 4), (1, 1)), 2: ((4, 5), (2, 3)), 3: ((5, 7), (4, 6)), 4: ((8, 9), (9, 12))}
+
+
+def _loose_number(text):
+    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
+    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
+    if boxed:
+        return boxed.pop() if len(boxed) == 1 else None
+    found = re.findall(r"-?\d+", text)
+    return found[-1] if found and len(set(found)) <= 6 else None
+
 SIZE = 7
 TURNS = {
     "rotate the pane 90 degrees clockwise": lambda r, c: (c, SIZE - 1 - r),
@@ -26,8 +72,13 @@ FILLED, EMPTY = "#Xx1@", ".0_-o"
 class PaneTurnsEnv:
     """Single-answer spatial puzzle; the answer is the final pane, rows joined by '/'."""
 
-    def __init__(self, max_turns=2, **kwargs):
+    def __init__(self, max_turns=2, difficulty=3, piece_cells=None, num_operations=None, loose_answer=None, **kwargs):
         self.max_turns = max_turns
+        self.difficulty = difficulty
+        cells, ops = LEVELS[difficulty]
+        self._cells_range = cells if piece_cells is None else (piece_cells, piece_cells)
+        self._ops_range = ops if num_operations is None else (num_operations, num_operations)
+        self._loose = difficulty == 0 if loose_answer is None else loose_answer
         self.reset()
 
     @staticmethod
@@ -55,11 +106,13 @@ class PaneTurnsEnv:
 
     def reset(self, seed=None):
         rng = random.Random(seed)
-        cells = self._grow(rng, rng.randint(5, 7))
+        if self.difficulty == 0:
+            return self._reset_slide(rng)
+        cells = self._grow(rng, rng.randint(*self._cells_range))
         dr, dc = rng.randint(-1, 1), rng.randint(-1, 1)
         cells = {(r + dr, c + dc) for r, c in cells}
         start = set(cells)
-        ops, n_ops = [], rng.randint(4, 6)
+        ops, n_ops = [], rng.randint(*self._ops_range)
         while len(ops) < n_ops or cells == start:
             if rng.random() < 0.6:
                 name = rng.choice(sorted(TURNS))
@@ -90,7 +143,27 @@ class PaneTurnsEnv:
         )
         return obs, {}
 
+    def _reset_slide(self, rng):
+        """Difficulty 0: one cell, one slide, one number to name."""
+        way, axis = rng.choice([("down", "row"), ("right", "column")])
+        r, c = rng.randint(0, SIZE - 2), rng.randint(0, SIZE - 2)
+        start = {(r, c)}
+        self._final = {(r + 1, c)} if way == "down" else {(r, c + 1)}
+        self._ops = [f"slide the piece 1 cell {way} (the pane stays)"]
+        self._answer = str((r if way == "down" else c) + 2)
+        self._turn, self._done = 0, False
+        obs = (
+            f"A {SIZE}x{SIZE} glass pane carries a piece of one cell ('#'), at row {r + 1}, column {c + 1} "
+            "(counted from 1 at the top-left):\n" + self._draw(start, "\n")
+            + f"\nThe piece slides 1 cell {way}. In which {axis} is it now? Answer with \\boxed{{number}}."
+        )
+        return obs, {}
+
     def _parse(self, action):
+        if self.difficulty == 0:
+            found = re.findall(r"\\boxed\{([^{}]*)\}", str(action))
+            got = _loose_number(str(action)) if self._loose else (found[-1].strip() if len(found) == 1 else None)
+            return self._final if got is not None and got.strip() == self._answer else None
         found = re.findall(r"\\boxed\{([^{}]*)\}", str(action))
         if not found:
             return None

@@ -13,17 +13,72 @@ METADATA = {
 SHOWN = 8
 
 
+PARAMETERS = {'type': 'object',
+ 'properties': {'difficulty': {'type': 'integer',
+                               'minimum': 0,
+                               'maximum': 4,
+                               'default': 3,
+                               'description': '0: counting up by one, give the next term (loose answer '
+                                              'format); 1: a constant step, next two terms; 2: one of three '
+                                              'simple rules (affine, interleaved, growing differences); 3: '
+                                              'eight rule families, eight terms shown (the original); 4: the '
+                                              'four hardest families with only six terms shown'},
+                'num_shown': {'type': ['integer', 'null'],
+                              'minimum': 4,
+                              'maximum': 12,
+                              'default': None,
+                              'description': 'terms shown; null: set by difficulty'},
+                'loose_answer': {'type': ['boolean', 'null'],
+                                 'default': None,
+                                 'description': 'also accept the last number of a reply without \\\\boxed{} '
+                                                '(null: only at difficulty 0)'},
+                'max_turns': {'type': 'integer',
+                              'minimum': 1,
+                              'maximum': 40,
+                              'default': 2,
+                              'description': 'agent turns allowed'}}}
+
+#: difficulty -> (rule families (None: all eight), terms shown, terms asked)
+LEVELS = {
+    0: (["count"], 4, 1),
+    1: (["step"], 5, 2),
+    2: (["affine", "interleave", "geodiff"], SHOWN, 2),
+    3: (None, SHOWN, 2),
+    4: (["linear2", "cubic", "tribonacci", "digitsum"], 6, 2),
+}
+
+
+def _loose_number(text):
+    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
+    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
+    if boxed:
+        return boxed.pop() if len(boxed) == 1 else None
+    found = re.findall(r"-?\d+", text)
+    return found[-1] if found and len(set(found)) <= 6 else None
+
+
 class SequenceRuleEnv:
     """Single-answer induction; the answer is the next two terms, 'a, b'."""
 
     FAMILIES = ["linear2", "cubic", "interleave", "affine", "tribonacci", "geodiff", "digitsum", "alternate"]
 
-    def __init__(self, max_turns=2, **kwargs):
+    def __init__(self, max_turns=2, difficulty=3, num_shown=None, loose_answer=None, **kwargs):
         self.max_turns = max_turns
+        self.difficulty = difficulty
+        self._families, shown, self._asked = LEVELS[difficulty]
+        self._families = self._families or self.FAMILIES
+        self._shown_n = shown if num_shown is None else num_shown
+        self._loose = difficulty == 0 if loose_answer is None else loose_answer
         self.reset()
 
     def _generate(self, rng, family, n):
         """Return (terms, hint text) for a rule of `family`, n terms long."""
+        if family == "count":
+            start = rng.randint(2, 5)
+            return list(range(start, start + n)), "count up by one"
+        if family == "step":
+            start, d = rng.randint(1, 20), rng.randint(2, 9)
+            return [start + d * k for k in range(n)], "the difference between consecutive terms is constant"
         if family == "linear2":
             p, q = rng.randint(1, 3), rng.choice([-2, -1, 1, 2, 3])
             t = [rng.randint(1, 9), rng.randint(2, 12)]
@@ -70,19 +125,20 @@ class SequenceRuleEnv:
     def reset(self, seed=None):
         rng = random.Random(seed)
         while True:
-            family = rng.choice(self.FAMILIES)
-            terms, self._rule_hint = self._generate(rng, family, SHOWN + 2)
-            shown, nxt = terms[:SHOWN], terms[SHOWN:]
+            family = rng.choice(self._families)
+            terms, self._rule_hint = self._generate(rng, family, self._shown_n + self._asked)
+            shown, nxt = terms[:self._shown_n], terms[self._shown_n:]
             if len(set(terms)) == len(terms) and all(abs(x) < 10 ** 7 for x in terms):
                 break  # no repeated values (the answer never appears) and readable sizes
         self._shown, self._next = shown, nxt
-        self._answer = f"{nxt[0]}, {nxt[1]}"
+        self._answer = ", ".join(str(x) for x in nxt)
         self._turn = 0
         self._done = False
         obs = (
             "A sequence of integers follows one simple rule throughout. Its first terms are:\n  "
             + ", ".join(str(x) for x in shown)
-            + "\nGive the next two terms, in order, as \\boxed{first, second}."
+            + ("\nGive the next two terms, in order, as \\boxed{first, second}." if self._asked == 2
+               else "\nGive the next term as \\boxed{term}.")
         )
         return obs, {}
 
@@ -92,13 +148,18 @@ class SequenceRuleEnv:
         self._turn += 1
         found = re.findall(r"\\boxed\{([^{}]*)\}", str(action))
         nums = [int(x) for x in re.findall(r"-?\d+", found[-1])] if found else []
+        if self._loose and len(set(found)) > 1:
+            nums = []
+        elif self._loose and not found:
+            loose = _loose_number(str(action))
+            nums = [int(loose)] if loose is not None and re.fullmatch(r"-?\d+", loose) else []
         if nums == self._next:
             self._done = True
             return "Correct: the sequence continues exactly like that.", 1.0, True, False, {}
         truncated = self._turn >= self.max_turns
         self._done = truncated
-        if len(nums) != 2:
-            return "Give exactly two integers, as \\boxed{first, second}.", 0.0, False, truncated, {}
+        if len(nums) != self._asked:
+            return f"Give exactly {self._asked} integer(s) in \\boxed{{}}.", 0.0, False, truncated, {}
         return "That is not how the sequence continues.", 0.0, False, truncated, {}
 
     def solution(self):
