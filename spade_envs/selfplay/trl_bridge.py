@@ -75,6 +75,7 @@ def grpo_step(trainer: Any, rows: list[dict], group_size: int, *, micro_batch: i
     world = acc.num_processes
     pad = (-len(rows)) % (group_size * world) if world > 1 else 0
     rows = list(rows) + list(rows[-group_size:]) * (pad // group_size)  # whole groups per rank
+    rows = [dict(r) for r in rows]  # TRL writes rollout fields into each row: one dict per row
     local = shard(rows, acc)
     k = split_count(len(rows), micro_batch, world)
     tr.num_generations = group_size
