@@ -10,12 +10,17 @@ Presets:
   environments per round; finishes in a few minutes on 2 cores (CI, README main job);
 - ``cpu-harness``: ``cpu-tiny`` with the scripted designer ``scripted:seed-variants``
   (renamed seeds, novelty check off) to exercise registration and evaluation end to end;
-- ``cpu-smol``: the packaged SmolLM2-135M-Instruct on CPU (slow: minutes per round);
+- ``cpu-smol``: the packaged SmolLM2-135M-Instruct on CPU, seeds at their easiest level,
+  mostly ``params`` design (the main job, ``make run``);
 - ``gpu-tiny``: the random model with vLLM colocated (for ``benchmarks/gpu_selfplay.sh``);
-- ``gpu-4b`` / ``gpu-8b`` / ``gpu-30b``: SPADE's recipes (temperature 0.6, clip
-  0.2/0.28, KL beta 0, lr 1e-6, at most 25 turns, designer regeneration every 4
-  rollouts) with vLLM; ``model`` must name a local checkpoint folder (models are never
-  downloaded), e.g. ``--model /models/Qwen3-4B``.
+- ``gpu-4b`` / ``gpu-8b`` / ``gpu-30b``: SPADE-like shapes (temperature 0.6, clip
+  0.2/0.28, lr 1e-6, at most 25 turns, designer regeneration every 4 rollouts, mostly
+  ``code`` design) with vLLM and micro-batches that fit one GPU; ``model`` must name a
+  local checkpoint folder (models are never downloaded), e.g. ``--model /models/Qwen3-4B``;
+- ``spade``: SPADE's released tool-use 4B recipe as closely as this trainer allows
+  (per-skill centred, scaled designer rewards, invalid 0, step timeout -0.5, KL 0.005,
+  16 hinted plays once per environment, failed plays -1, unterminated 0); see
+  :data:`SPADE` for where it differs.
 """
 
 from __future__ import annotations
@@ -114,6 +119,8 @@ class SelfPlayConfig:
     replay_temperature: float = 0.5  #: priority sharpness; 0 = uniform
     replay_min_priority: float = 0.05  #: floor so unscored / zero-regret envs still get picked
     include_seeds: bool = True  #: start the replay buffer with the train split of the seed suite
+    seed_levels: str = "default"  #: seeds at their defaults, at the "easiest" difficulty level, or every "ladder" level
+    seed_games: bool = True  #: include multi-step / multi-agent seed games in the replay buffer
 
     # -- logging ------------------------------------------------------------------------------
     tensorboard: bool = True  #: write TensorBoard logs when tensorboard is installed
@@ -136,6 +143,8 @@ class SelfPlayConfig:
             raise SelfPlayConfigError("micro_batch_size must be >= 1, max_context and designer_prompt_tokens >= 64")
         if not 0.0 <= float(self.params_share) <= 1.0:
             raise SelfPlayConfigError(f"params_share must be in [0, 1], got {self.params_share}")
+        if self.seed_levels not in ("default", "easiest", "ladder"):
+            raise SelfPlayConfigError(f"seed_levels must be default, easiest or ladder, got {self.seed_levels!r}")
         if self.designer_center not in ("none", "skill"):
             raise SelfPlayConfigError(f"designer_center must be none or skill, got {self.designer_center!r}")
         if self.scale_rewards not in ("group", "batch", "none"):
@@ -179,6 +188,10 @@ def _coerce(name: str, value: Any) -> Any:
     kind = {f.name: f.type for f in dataclasses.fields(SelfPlayConfig)}[name]
     if not isinstance(value, str) or kind in ("str",):
         return value
+    if kind.endswith(" | None"):
+        if value.lower() in ("null", "none"):
+            return None
+        kind = kind[: -len(" | None")]
     if kind == "bool":
         if value.lower() in ("1", "true", "yes", "on"):
             return True
@@ -203,7 +216,23 @@ _SPADE_RECIPE = dict(
     temperature=0.6, epsilon=0.2, epsilon_high=0.28, beta=0.0, learning_rate=1e-6, max_turns=25,
     designer_every=4, use_vllm=True, dtype="bfloat16", agent_group_size=8, hint_plays=4,
     designer_group_size=8, agent_max_new_tokens=1024, designer_max_new_tokens=4096, reward_mode="regret",
-    play_window=4, register_every=4, gradient_checkpointing=True, model_hints=True,
+    play_window=4, register_every=4, gradient_checkpointing=True, model_hints=True, micro_batch_size=4,
+    max_context=16384, designer_prompt_tokens=4096, params_share=0.25,
+)
+
+#: SPADE's released recipe (spade-rl/spade cmd/tool_use/train_spade_4b.sh, spare/core/utils/
+#: delayed_env_rewards.py and rewards.py). Where this preset differs from it: the designer
+#: is still trained in GRPO groups of ``designer_group_size`` >= 2 (SPADE samples one
+#: environment per prompt and uses only the per-skill centring as baseline), the agent's
+#: group is the plays of one environment with one seed, and rollouts run through TRL/vLLM
+#: instead of slime/sglang (same clip, KL, lr, temperatures, turns and token budgets).
+SPADE = dict(
+    _SPADE_RECIPE, rounds=500, agent_group_size=16, hint_plays=16, hint_once=True, play_window=32,
+    designer_every=32, register_every=32, envs_per_round=16, designer_prompts=8, designer_group_size=2,
+    beta=0.005, weight_decay=0.1, scale_rewards="none", designer_center="skill", designer_reward_scale=None,
+    invalid_penalty=0.0, step_timeout_penalty=-0.5, failed_play_reward=-1.0, unterminated_reward=0.0,
+    agent_max_new_tokens=8192, designer_max_new_tokens=16384, max_context=32768, designer_prompt_tokens=8192,
+    model="Qwen3-4B", vllm_gpu_memory_utilization=0.35, params_share=0.0,
 )
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -211,18 +240,24 @@ PRESETS: dict[str, dict[str, Any]] = {
     # harness check: a scripted designer proposes renamed train-split seeds (valid) and prose
     # (invalid), so registration, a new generation and `spade eval` on it run end to end
     "cpu-harness": dict(learning_rate=1e-3, designer="scripted:seed-variants", novelty_check=False),
-    "cpu-smol": dict(model="default", learning_rate=1e-6, rounds=4, agent_max_new_tokens=96, max_turns=4,
-                     designer_max_new_tokens=768, envs_per_round=2, agent_group_size=2, hint_plays=2),
+    # the packaged SmolLM2-135M on 2 CPU cores (the main job): seeds at their easiest
+    # level so the agent wins some plays, mostly params-mode design (a 135M model cannot
+    # write a program that passes acceptance, but it can pick a variant)
+    "cpu-smol": dict(model="default", learning_rate=2e-5, rounds=2, agent_max_new_tokens=48, max_turns=2,
+                     designer_max_new_tokens=256, envs_per_round=4, agent_group_size=4, hint_plays=2,
+                     designer_prompts=2, designer_group_size=2, params_share=0.75, seed_levels="easiest",
+                     seed_games=False, micro_batch_size=8, max_context=1536, model_hints=False),
     "gpu-tiny": dict(use_vllm=True, vllm_mode="colocate", vllm_gpu_memory_utilization=0.2, rounds=3,
                      learning_rate=1e-3, agent_group_size=4, hint_plays=2, envs_per_round=4,
                      agent_max_new_tokens=64, designer_max_new_tokens=256, designer_group_size=4,
-                     designer_prompts=2, max_turns=4, vllm_max_model_length=2048),
+                     designer_prompts=2, max_turns=4, micro_batch_size=8, max_context=2048, params_share=0.5),
     "gpu-4b": dict(_SPADE_RECIPE, model="Qwen3-4B", envs_per_round=32, designer_prompts=16,
                    vllm_gpu_memory_utilization=0.35, rounds=200),
     "gpu-8b": dict(_SPADE_RECIPE, model="Qwen3-8B", envs_per_round=32, designer_prompts=16,
-                   vllm_gpu_memory_utilization=0.3, rounds=200),
+                   vllm_gpu_memory_utilization=0.3, rounds=200, micro_batch_size=2),
     "gpu-30b": dict(_SPADE_RECIPE, model="Qwen3-30B-A3B", envs_per_round=64, designer_prompts=32,
-                    vllm_mode="server", rounds=200),
+                    vllm_mode="server", rounds=200, micro_batch_size=1),
+    "spade": SPADE,
 }
 
 

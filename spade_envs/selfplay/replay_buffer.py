@@ -30,6 +30,7 @@ class ReplayEntry:
     plays: int = 0
     added_round: int = 0
     hint_usable: bool = True  #: False: the environment has no usable hint, its regret is 0
+    kwargs: dict = field(default_factory=dict)  #: environment parameters it is played with (a seed level)
 
 
 class ReplayBuffer:

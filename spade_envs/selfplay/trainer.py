@@ -107,11 +107,18 @@ class SelfPlayTrainer:
 
     def _add_seeds(self) -> None:
         from ..registry.catalog import seed_records
+        from .levels import levels_of
 
+        mode = self.config.seed_levels
         for rec in seed_records():
             eid = str(rec.env_id)
-            if not is_heldout(eid):
-                self.buffer.add(ReplayEntry(key=eid, env_id=eid, skill=rec.skill))
+            if is_heldout(eid) or (not self.config.seed_games and "multi" in (rec.skill or "")):
+                continue
+            levels = levels_of(rec.source)
+            chosen = {"default": [{}], "easiest": levels[:1], "ladder": levels}[mode]
+            for kw in chosen:
+                key = eid if not kw else f"{eid}@" + ",".join(f"{k}={v}" for k, v in sorted(kw.items()))
+                self.buffer.add(ReplayEntry(key=key, env_id=eid, skill=rec.skill, kwargs=dict(kw)))
 
     # -- one GRPO step --------------------------------------------------------------------
     def _grpo_step(self, rows: list[dict], group_size: int, *, behaviour: bool = False) -> dict[str, Any]:
@@ -193,7 +200,8 @@ class SelfPlayTrainer:
                 self.rollout.sources[f"{key}:hint"] = self.hint_sources[key]
             return agent_prompt(entry.env_id or key, seed, hint=hint, max_turns=self.config.max_turns,
                                 source_key=src_key)
-        return agent_prompt(entry.env_id or key, seed, hint=hint, max_turns=self.config.max_turns)
+        return agent_prompt(entry.env_id or key, seed, hint=hint, max_turns=self.config.max_turns,
+                            kwargs=entry.kwargs)
 
     def _pick(self) -> list[ReplayEntry]:
         cap = self.config.envs_per_round
