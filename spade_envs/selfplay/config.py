@@ -265,7 +265,10 @@ def preset(name: str) -> SelfPlayConfig:
     """The named preset (:data:`PRESETS`)."""
     if name not in PRESETS:
         raise SelfPlayConfigError(f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}")
-    return SelfPlayConfig().replace(preset=name, **PRESETS[name])
+    try:  # not replace(): a preset may set a field to None on purpose
+        return SelfPlayConfig(**{**SelfPlayConfig().to_dict(), **PRESETS[name], "preset": name})
+    except (TypeError, ValueError) as exc:
+        raise SelfPlayConfigError(f"preset {name!r}: {exc}") from None
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
