@@ -11,6 +11,9 @@ Options: ``device`` (default cuda if available), ``dtype`` (``float32``), ``batc
 differ too much; "auto" = 1.3 on CPU, off on GPU), ``prefix_sliding=(P, W)`` to decode with the Prefix
 Sliding cache (``spade_envs.agents.prefix_sliding.PrefixSlidingCache``; ``P=None`` makes
 the prompt the prefix), ``model=``/``tokenizer=`` to wrap objects already loaded.
+``chat``/``generate`` take ``json_schema=`` (one schema, or a list aligned with the
+prompts, None for a free row) to sample only JSON valid under it (:mod:`.constrained`;
+``supports_json_schema`` says a backend does).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ class TransformersBackend(Backend):
     """A Hugging Face causal LM behind the :class:`Backend` interface (token level)."""
 
     token_level = True
+    supports_json_schema = True
 
     def __init__(
         self,
@@ -82,12 +86,14 @@ class TransformersBackend(Backend):
         max_new_tokens: int = 256,
         temperature: float = 0.6,
         seed: int | None = None,
+        json_schema: dict[str, Any] | list[dict[str, Any] | None] | None = None,
     ) -> list[Generation]:
         prompts = []
         for i, messages in enumerate(conversations):
             text = render(self.tokenizer, messages, tools[i] if tools else None, add_generation_prompt=True)
             prompts.append(encode(self.tokenizer, text))
-        return self.generate(prompts, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
+        return self.generate(prompts, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
+                             json_schema=json_schema)
 
     def generate(
         self,
@@ -96,9 +102,15 @@ class TransformersBackend(Backend):
         max_new_tokens: int = 256,
         temperature: float = 0.6,
         seed: int | None = None,
+        json_schema: dict[str, Any] | list[dict[str, Any] | None] | None = None,
     ) -> list[Generation]:
         import torch
 
+        constraints: list[Any] = [None] * len(prompts)
+        if json_schema is not None:
+            from .constrained import constraints_for
+
+            constraints = constraints_for(self.tokenizer, json_schema, len(prompts), self.stop_ids)
         generator = None
         if seed is not None and temperature > 0:
             generator = torch.Generator(device=self.device).manual_seed(int(seed))
@@ -106,7 +118,8 @@ class TransformersBackend(Backend):
         order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
         out: list[Generation | None] = [None] * len(prompts)
         for chunk in self._chunks(order, [len(p) for p in prompts]):
-            gens = self._generate_batch([prompts[i] for i in chunk], max_new_tokens, temperature, generator)
+            gens = self._generate_batch([prompts[i] for i in chunk], max_new_tokens, temperature, generator,
+                                        [constraints[i] for i in chunk])
             for i, gen in zip(chunk, gens):
                 out[i] = gen
         return [g for g in out if g is not None]
@@ -137,7 +150,8 @@ class TransformersBackend(Backend):
         prefix_len, window = self.prefix_sliding
         return PrefixSlidingCache(window, prefix_len, config=self.model.config)
 
-    def _generate_batch(self, prompts: list[list[int]], max_new_tokens: int, temperature: float, generator) -> list[Generation]:
+    def _generate_batch(self, prompts: list[list[int]], max_new_tokens: int, temperature: float, generator,
+                        constraints: list[Any] | None = None) -> list[Generation]:
         import torch
 
         if any(len(p) == 0 for p in prompts):
@@ -167,6 +181,10 @@ class TransformersBackend(Backend):
             ).logits[:, -1, :].float()
             last_pos = positions[:, -1:]
             for step in range(max_new_tokens):
+                if constraints is not None and any(c is not None for c in constraints):
+                    for r, row in enumerate(live.tolist()):  # sample from the schema-valid tokens only
+                        if constraints[row] is not None:
+                            constraints[row].mask_row(tokens[row], logits[r])
                 if temperature > 0:
                     logp_all = torch.log_softmax(logits / temperature, dim=-1)
                     nxt = torch.multinomial(logp_all.exp(), 1, generator=generator).squeeze(-1)

@@ -27,6 +27,7 @@ class VLLMBackend(Backend):
     """``vllm.LLM`` behind the :class:`Backend` interface (token level)."""
 
     token_level = True
+    supports_json_schema = True
 
     def __init__(self, model: str, *, dtype: str = "auto", gpu_memory_utilization: float = 0.5,
                  max_model_len: int = 4096, seed: int = 0, enforce_eager: bool = False, **engine_kwargs: Any) -> None:
@@ -59,18 +60,42 @@ class VLLMBackend(Backend):
         self.stop_ids = sorted(int(s) for s in stops if s is not None)
 
     def chat(self, conversations: list[list[dict]], *, tools: list[list[dict]] | None = None,
-             max_new_tokens: int = 256, temperature: float = 0.6, seed: int | None = None) -> list[Generation]:
+             max_new_tokens: int = 256, temperature: float = 0.6, seed: int | None = None,
+             json_schema: dict[str, Any] | list[dict[str, Any] | None] | None = None) -> list[Generation]:
         prompts = [encode(self.tokenizer, render(self.tokenizer, conv, tools[i] if tools else None))
                    for i, conv in enumerate(conversations)]
-        return self.generate(prompts, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
+        return self.generate(prompts, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
+                             json_schema=json_schema)
+
+    def _guided(self, json_schema: dict[str, Any] | None) -> dict[str, Any]:
+        """SamplingParams keywords for vLLM's guided JSON (structured outputs)."""
+        if json_schema is None:
+            return {}
+        sampling = getattr(self._vllm, "sampling_params", None)
+        structured = getattr(sampling, "StructuredOutputsParams", None)
+        if structured is not None:
+            return {"structured_outputs": structured(json=json_schema)}
+        guided = getattr(sampling, "GuidedDecodingParams", None)
+        if guided is not None:
+            return {"guided_decoding": guided(json=json_schema)}
+        raise AgentError("this vLLM has no guided JSON decoding (structured outputs); use vllm==0.31.0")
 
     def generate(self, prompts: list[list[int]], *, max_new_tokens: int = 256, temperature: float = 0.6,
-                 seed: int | None = None) -> list[Generation]:
-        params = self._vllm.SamplingParams(
-            n=1, temperature=max(0.0, float(temperature)), top_p=1.0,
-            max_tokens=int(max_new_tokens), seed=seed, logprobs=1, stop_token_ids=self.stop_ids,
-            skip_special_tokens=False, detokenize=True,
-        )
+                 seed: int | None = None,
+                 json_schema: dict[str, Any] | list[dict[str, Any] | None] | None = None) -> list[Generation]:
+        def sampling(schema: dict[str, Any] | None) -> Any:
+            return self._vllm.SamplingParams(
+                n=1, temperature=max(0.0, float(temperature)), top_p=1.0,
+                max_tokens=int(max_new_tokens), seed=seed, logprobs=1, stop_token_ids=self.stop_ids,
+                skip_special_tokens=False, detokenize=True, **self._guided(schema),
+            )
+
+        if isinstance(json_schema, (list, tuple)):  # one schema per prompt
+            if len(json_schema) != len(prompts):
+                raise AgentError(f"json_schema: {len(json_schema)} schemas for {len(prompts)} prompts")
+            params: Any = [sampling(s) for s in json_schema]
+        else:
+            params = sampling(json_schema)
         outputs = self.llm.generate([{"prompt_token_ids": list(p)} for p in prompts], params, use_tqdm=False)
         gens = []
         for prompt, out in zip(prompts, outputs):

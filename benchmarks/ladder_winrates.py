@@ -4,7 +4,9 @@ Every seed declares ``PARAMETERS`` with a ``difficulty`` level (spade_envs/seeds
 plays the real agent loop (``spade_envs.agents.load_agent``; default
 ``transformers:default``, the packaged SmolLM2-135M, sampling as the agents default) on
 each level: ``--episodes`` episodes at the easiest level, ``--episodes-other`` at the
-others, all of one round batched together. Two-player games are played through the games
+others, all batched together. To fit a 2-core CPU, single-player episodes get
+``--max-turns`` agent turns (default 1: the first answer decides) and replies
+``--max-new-tokens`` tokens (default 128; the agents' default is 256). Two-player games are played through the games
 suite's runner (``spade_envs.evals.games``) against the ``random`` baseline, the agent's
 seat alternating. Prints a table (id, level, level description, episodes, wins, rate);
 ``--json`` prints one JSON object instead; ``--out FILE`` also appends one JSON line per
@@ -49,10 +51,10 @@ def level_text(spec: dict[str, Any], level: int) -> str:
     return text[start + len(marker): end if end > 0 else None].strip(" ;,")
 
 
-def play_single(agent: Any, jobs: list[tuple[str, int, int]]) -> dict[tuple[str, int], list[bool]]:
+def play_single(agent: Any, jobs: list[tuple[str, int, int]], max_turns: int) -> dict[tuple[str, int], list[bool]]:
     from spade_envs.agents import PlayTask
 
-    tasks = [PlayTask(env_id=env_id, seed=SEED0 + i, kwargs={"difficulty": level})
+    tasks = [PlayTask(env_id=env_id, seed=SEED0 + i, kwargs={"difficulty": level}, max_turns=max_turns)
              for env_id, level, n in jobs for i in range(n)]
     episodes = agent.play(tasks)
     wins: dict[tuple[str, int], list[bool]] = {}
@@ -61,7 +63,7 @@ def play_single(agent: Any, jobs: list[tuple[str, int, int]]) -> dict[tuple[str,
     return wins
 
 
-def play_games(backend: Any, jobs: list[tuple[str, int, int]]) -> dict[tuple[str, int], list[bool]]:
+def play_games(backend: Any, jobs: list[tuple[str, int, int]], max_new_tokens: int) -> dict[tuple[str, int], list[bool]]:
     from spade_envs.evals.games import GameRunner, MatchSpec
     from spade_envs.multiplayer_runtime import open_game
 
@@ -84,7 +86,7 @@ def play_games(backend: Any, jobs: list[tuple[str, int, int]]) -> dict[tuple[str
             spec = MatchSpec(env_id, SEED0 + i, "random", (i % 2,))
             levels[id(spec)] = level
             specs.append(spec)
-    results = LevelRunner(backend).play(specs)
+    results = LevelRunner(backend, max_new_tokens=max_new_tokens).play(specs)
     wins: dict[tuple[str, int], list[bool]] = {}
     for spec, res in zip(specs, results):
         wins.setdefault((spec.env_id, levels[id(spec)]), []).append(res.outcome == "win")
@@ -98,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--levels", type=int, nargs="*", help="levels to play (default: all)")
     parser.add_argument("--episodes", type=int, default=50, help="episodes at the easiest level")
     parser.add_argument("--episodes-other", type=int, default=8, help="episodes at the other levels")
+    parser.add_argument("--max-turns", type=int, default=1,
+                        help="agent turns per single-player episode (1: the first answer counts)")
+    parser.add_argument("--max-new-tokens", type=int, default=128, help="tokens per reply")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--out", help="append one JSON line per row to this file")
     args = parser.parse_args(argv)
@@ -105,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     from spade_envs.agents import load_agent
     from spade_envs.multiplayer import is_multiplayer
 
-    agent = load_agent(args.agent)
+    agent = load_agent(args.agent, max_new_tokens=args.max_new_tokens)
     rows = []
     t0 = time.perf_counter()
     found = ladders(args.ids)
@@ -121,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
         if not jobs:
             continue
         t = time.perf_counter()
-        wins = play_single(agent, jobs) if player == "single" else play_games(agent.backend, jobs)
+        wins = play_single(agent, jobs, args.max_turns) if player == "single" else play_games(
+            agent.backend, jobs, args.max_new_tokens)
         spent = time.perf_counter() - t
         descr = {rec.env_id.base: spec for rec, spec in group}
         for env_id, level, n in jobs:

@@ -30,19 +30,21 @@ class ScoreConfig:
     base_seed: int = 10_000
 
 
-def _tasks(key: str, source: str, hint_source: str, cfg: ScoreConfig) -> list[Any]:
+def _tasks(key: str, source: str, hint_source: str, cfg: ScoreConfig, kwargs: dict[str, Any] | None = None) -> list[Any]:
     from ..agents import PlayTask
 
-    hinted = [PlayTask(env_id=key, seed=cfg.base_seed + i, hint=True, max_turns=cfg.max_turns, source=hint_source)
-              for i in range(cfg.n_hint)]
-    plain = [PlayTask(env_id=key, seed=cfg.base_seed + i, hint=False, max_turns=cfg.max_turns, source=source)
-             for i in range(cfg.n)]
+    kw = dict(kwargs or {})  # a variant's parameters (both kinds of play at the same point)
+    hinted = [PlayTask(env_id=key, seed=cfg.base_seed + i, hint=True, max_turns=cfg.max_turns, source=hint_source,
+                       kwargs=dict(kw)) for i in range(cfg.n_hint)]
+    plain = [PlayTask(env_id=key, seed=cfg.base_seed + i, hint=False, max_turns=cfg.max_turns, source=source,
+                      kwargs=dict(kw)) for i in range(cfg.n)]
     return hinted + plain
 
 
-def score_sources(agent: Any, items: list[tuple[str, str, str]], config: ScoreConfig | None = None,
+def score_sources(agent: Any, items: list[tuple], config: ScoreConfig | None = None,
                   *, progress: bool = False) -> list[RegretEstimate]:
-    """Estimates for ``items`` = ``(key, plain source, hinted source)``, aligned with them.
+    """Estimates for ``items`` = ``(key, plain source, hinted source)`` or, for a
+    variant, ``(key, plain source, hinted source, kwargs)``, aligned with them.
     ``agent`` is a :class:`spade_envs.agents.Agent`. Raises ``ValueError`` when
     ``n_hint`` or ``n`` is below 1."""
     cfg = config or ScoreConfig()
@@ -50,7 +52,7 @@ def score_sources(agent: Any, items: list[tuple[str, str, str]], config: ScoreCo
         raise ValueError("scoring needs n_hint >= 1 and n >= 1 plays")
     if not items:
         return []
-    tasks = [t for key, src, hsrc in items for t in _tasks(key, src, hsrc, cfg)]
+    tasks = [t for item in items for t in _tasks(*item[:3], cfg, *item[3:4])]
     episodes = agent.play(tasks, progress=progress)
     if len(episodes) != len(tasks):
         raise ValueError(f"the agent returned {len(episodes)} episodes for {len(tasks)} tasks")

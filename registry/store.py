@@ -255,43 +255,18 @@ class Registry:
                     metadata: dict[str, Any] | None = None, acceptance: list | None = None,
                     regret: float | None = None, win_rate_hint: float | None = None,
                     win_rate_plain: float | None = None, designer_model: str | None = None) -> AddResult:
-        """Store a *variant* (:mod:`.variants`): ``parent`` (a seed or store entry that
-        declares ``PARAMETERS``; latest version unless the id names one) with ``params``
-        fixed. Returns its own id. The same (parent, full point) as an existing variant
-        returns that one with ``new=False``; the parent's default point returns the
-        parent. Raises :class:`~.variants.VariantError` or
-        :class:`~spade_envs.parameters.InvalidParametersError` for bad input."""
-        from .rows import canonical_params
-        from .variants import plan_variant
+        """Store a *variant* of ``parent`` with ``params`` fixed; see :func:`.variants.add_variant`."""
+        from .variants import add_variant
 
-        plan = plan_variant(self, parent, params)
-        if plan.is_defaults:
-            return AddResult(plan.root.env_id, False)
-        root = plan.root
-        meta = {k: v for k, v in root.metadata.items() if k in ("name", "skill", "description", "tags", "mode")}
-        meta.update(metadata or {})
-        meta["lineage"] = plan.lineage
-        values = row_values(
-            source=root.source, filename=root.metadata.get("file", "<env>"), generation=generation,
-            skill=root.skill, description=root.metadata.get("description"), designer_model=designer_model,
-            parent_ids=[plan.lineage[0]], tool_specs=root.metadata.get("tool_specs"), metadata=meta,
-            acceptance=acceptance, regret=regret, win_rate_hint=win_rate_hint, win_rate_plain=win_rate_plain,
-            max_episode_steps=root.metadata.get("max_episode_steps"), parent=plan.parent, params=plan.params,
-        )
-        key = canonical_params(plan.params)
-        with self.transaction() as conn:
-            hit = conn.execute("SELECT seq, version FROM envs WHERE parent = ? AND params = ?",
-                               (plan.parent, key)).fetchone()
-            if hit:
-                return AddResult(EnvId(hit[0], hit[1]), False)
-            top = conn.execute("SELECT max(seq) FROM envs").fetchone()[0]
-            seq = max(FIRST_STORE_SEQ, (top or 0) + 1)
-            if values["generation"] is None:
-                values["generation"] = max(1, conn.execute("SELECT max(generation) FROM envs").fetchone()[0] or 1)
-            self._insert(conn, seq, 0, values)
-        result = AddResult(EnvId(seq, 0), True)
-        self._sync_gym([result.env_id])
-        return result
+        return add_variant(self, parent, params, generation=generation, metadata=metadata, acceptance=acceptance,
+                           regret=regret, win_rate_hint=win_rate_hint, win_rate_plain=win_rate_plain,
+                           designer_model=designer_model)
+
+    def find_variant(self, parent: str | EnvId, params: dict[str, Any]) -> EnvId | None:
+        """What :meth:`add_variant` would return, without adding; see :func:`.variants.find_variant`."""
+        from .variants import find_variant
+
+        return find_variant(self, parent, params)
 
     def variant_rows(self) -> list[tuple[int, int, str]]:
         """(seq, version, params JSON) of every loadable variant; reads only its index."""

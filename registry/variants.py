@@ -21,12 +21,16 @@ Contract (DESIGN.md sections 3 and 7):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import RegistryError, UnknownEnvironmentError
 from .catalog import EnvRecord, seed_records
 from .ids import EnvId, parse_env_id
 from .migrations import FIRST_STORE_SEQ
+from .rows import canonical_params, row_values
+
+if TYPE_CHECKING:
+    from .store import AddResult, Registry
 
 
 class VariantError(RegistryError):
@@ -96,3 +100,57 @@ def plan_variant(registry: Any, parent: str | EnvId, params: dict[str, Any]) -> 
     point = _normalise(schema, point)
     validate_kwargs(schema, point, filename=str(rec.env_id))
     return VariantPlan(root=rec, params=point, lineage=lineage, is_defaults=point == defaults(schema))
+
+
+def _stored(conn: Any, plan: VariantPlan) -> EnvId | None:
+    hit = conn.execute("SELECT seq, version FROM envs WHERE parent = ? AND params = ?",
+                       (plan.parent, canonical_params(plan.params))).fetchone()
+    return None if hit is None else EnvId(hit[0], hit[1])
+
+
+def find_variant(registry: "Registry", parent: str | EnvId, params: dict[str, Any]) -> EnvId | None:
+    """The id :func:`add_variant` would return for (``parent``, ``params``) without adding
+    anything: an existing variant, the parent for its defaults, else None."""
+    plan = plan_variant(registry, parent, params)
+    return plan.root.env_id if plan.is_defaults else _stored(registry._conn, plan)
+
+
+def add_variant(registry: "Registry", parent: str | EnvId, params: dict[str, Any], *, generation: int | None = None,
+                metadata: dict[str, Any] | None = None, acceptance: list | None = None, regret: float | None = None,
+                win_rate_hint: float | None = None, win_rate_plain: float | None = None,
+                designer_model: str | None = None) -> "AddResult":
+    """Store a variant (``Registry.add_variant``): ``parent`` (a seed or store entry that
+    declares ``PARAMETERS``; latest version unless the id names one) with ``params``
+    fixed, as a new entry (version 0) of ``generation`` (default: the store's newest,
+    at least 1) that inherits the parent's skill, description, tags, tool specs and step
+    limit. The same (parent, full point) as an existing variant returns that one with
+    ``new=False``; the parent's default point returns the parent. Raises
+    :class:`VariantError` or :class:`~spade_envs.parameters.InvalidParametersError`."""
+    from .store import AddResult
+
+    plan = plan_variant(registry, parent, params)
+    if plan.is_defaults:
+        return AddResult(plan.root.env_id, False)
+    root = plan.root
+    meta = {k: v for k, v in root.metadata.items() if k in ("name", "skill", "description", "tags", "mode")}
+    meta.update(metadata or {})
+    meta["lineage"] = plan.lineage
+    values = row_values(
+        source=root.source, filename=root.metadata.get("file", "<env>"), generation=generation,
+        skill=root.skill, description=root.metadata.get("description"), designer_model=designer_model,
+        parent_ids=[plan.lineage[0]], tool_specs=root.metadata.get("tool_specs"), metadata=meta,
+        acceptance=acceptance, regret=regret, win_rate_hint=win_rate_hint, win_rate_plain=win_rate_plain,
+        max_episode_steps=root.metadata.get("max_episode_steps"), parent=plan.parent, params=plan.params,
+    )
+    with registry.transaction() as conn:
+        hit = _stored(conn, plan)
+        if hit is not None:
+            return AddResult(hit, False)
+        top = conn.execute("SELECT max(seq) FROM envs").fetchone()[0]
+        seq = max(FIRST_STORE_SEQ, (top or 0) + 1)
+        if values["generation"] is None:
+            values["generation"] = max(1, conn.execute("SELECT max(generation) FROM envs").fetchone()[0] or 1)
+        registry._insert(conn, seq, 0, values)
+    result = AddResult(EnvId(seq, 0), True)
+    registry._sync_gym([result.env_id])
+    return result

@@ -131,6 +131,16 @@ def test_gym_make_needs_no_kwargs(spade_home):  # noqa: F811 - fixture
         assert base.reset(seed=3)[1]["n_terms"] == 3
     finally:
         base.close()
+    # registration at import time (a fresh process) reads the kwargs from the store too
+    from gymnasium.envs.registration import registry as gym_registry
+
+    from spade_envs.registry.gym_registration import register_store
+
+    gym_registry.pop(str(res.env_id))
+    register_store()
+    assert gym_registry[str(res.env_id)].kwargs == {"env_id": res.env_id.base, "version": 0,
+                                                    "n_terms": 6, "max_value": 900, "max_turns": 2}
+    assert gym_registry[str(parent.env_id)].kwargs == {"env_id": parent.env_id.base, "version": 0}
     from spade_envs.gym_env import SpadeEnv
 
     direct = SpadeEnv(env_id=res.env_id.base)  # the record's params apply on every entry point

@@ -45,5 +45,5 @@ class KnobSumEnv:
         return "\\\\boxed{" + str(sum(self._terms)) + "}"
 
     def hint(self):
-        return "The sum is " + str(sum(self._terms)) + "."
+        return "Add the numbers from left to right, keeping a running total."
 '''

@@ -1,4 +1,4 @@
-"""``spade design --n N [--skill S] [--mode game|tool|puzzle|multiplayer] [--model M] [--corpus C] [--json]``.
+"""``spade design --n N [--skill S] [--mode game|tool|puzzle|multiplayer|params] [--model M] [--corpus C] [--json]``.
 
 Proposes N environments with the designer model, runs each through the acceptance
 pipeline (with repairs), registers the accepted ones as a new generation of the local
@@ -10,6 +10,12 @@ regret, win rates); ``--json`` prints exactly one JSON object on stdout instead:
 "scored", "mean_regret", "mean_win_rate_hint", "mean_win_rate_plain", "seconds",
 "candidates": [...]}``. Exit status 0 when the run completed (whatever was accepted),
 1 on an error, 2 on bad options.
+
+``--mode params`` (:mod:`spade_envs.designer.params_design`) proposes *variants* of
+registry environments that declare ``PARAMETERS`` (``--parent ID`` restricts which) as
+JSON, under constrained decoding where the backend offers it, and registers the
+accepted ones with ``Registry.add_variant``; the summary and ``--json`` have the same
+keys, plus ``mode`` and ``constrained``, and each candidate its parent and point.
 """
 
 from __future__ import annotations
@@ -78,7 +84,8 @@ def register(app: typer.Typer) -> None:
     def design(
         n: int = typer.Option(1, "--n", min=1, help="number of environments to propose"),
         skill: Optional[str] = typer.Option(None, "--skill", help="one of the six skills (default: random per candidate)"),
-        mode: Optional[str] = typer.Option(None, "--mode", help="puzzle, game, tool or multiplayer (default: puzzle/game/tool at random)"),
+        mode: Optional[str] = typer.Option(None, "--mode", help="puzzle, game, tool or multiplayer (default: puzzle/game/tool at random), or params: variants of registry environments"),
+        parent: Optional[list[str]] = typer.Option(None, "--parent", help="--mode params: offer only this parent (repeatable)"),
         model: str = typer.Option("transformers:default", "--model", help="designer model, BACKEND:MODEL"),
         corpus: str = typer.Option("stdlib", "--corpus", help="grounding corpus: stdlib, FILE.jsonl, FILE.parquet, hf:NAME"),
         agent: Optional[str] = typer.Option(None, "--agent", help="agent that plays for the regret (default: the designer model)"),
@@ -102,6 +109,13 @@ def register(app: typer.Typer) -> None:
 
         if skill is not None and skill not in SKILLS:
             raise fail(f"--skill must be one of: {', '.join(SKILLS)} (got {skill!r})", 2)
+        if mode == "params":
+            _design_params(n=n, model=model, agent=agent, parents=parent, seed=seed, temperature=temperature,
+                           n_hint=n_hint, n_plain=n_plain, max_turns=max_turns, reward_mode=reward_mode,
+                           score=not no_score, as_json=as_json, progress_on=not no_progress)
+            return
+        if parent:
+            raise fail("--parent goes with --mode params", 2)
         try:
             config = DesignConfig(
                 n=n, model=model, skill=skill, mode=mode, corpus=corpus, seed=seed, max_repairs=max_repairs,
@@ -118,3 +132,73 @@ def register(app: typer.Typer) -> None:
             typer.echo(json.dumps(run.to_json(), default=str))
         else:
             _print_summary(run)
+
+
+def _design_params(*, n: int, model: str, agent: str | None, parents: list[str] | None, seed: int,
+                   temperature: float, n_hint: int, n_plain: int, max_turns: int, reward_mode: str, score: bool,
+                   as_json: bool, progress_on: bool) -> None:
+    """``spade design --mode params``: see the module docstring."""
+    from ..designer.params_design import ParamsConfig, ParamsDesigner
+    from ..designer.params_mode import NoParentsError
+    from ..errors import InvalidEnvIdError
+    from .main import fail
+
+    from ..registry.ids import parse_env_id
+
+    try:
+        for pid in parents or []:
+            parse_env_id(pid)
+    except InvalidEnvIdError as exc:
+        raise fail(f"--parent: {exc}", 2) from None
+    try:
+        config = ParamsConfig(n=n, model=model, agent=agent, parents=list(parents or []) or None, seed=seed,
+                              temperature=temperature, n_hint=n_hint, n_plain=n_plain, max_turns=max_turns,
+                              reward_mode=reward_mode, score=score)
+    except ValueError as exc:
+        raise fail(str(exc), 2) from None
+    progress, update = _progress(progress_on)
+    try:
+        with progress:
+            run = ParamsDesigner(config, progress=update).run()
+    except NoParentsError as exc:
+        raise fail(str(exc), 1) from None
+    if run.error:
+        raise fail(run.error, 1)
+    if as_json:
+        typer.echo(json.dumps(run.to_json(), default=str))
+        return
+    _print_params_summary(run)
+
+
+def _print_params_summary(run: Any) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    s = run.summary()
+    fmt = (lambda v: "-" if v is None else f"{v:.3f}")
+    console = Console()
+    table = Table(title=f"spade design --mode params: generation {s['generation'] if s['generation'] is not None else '-'}")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    rows = [("proposed", s["proposed"]), ("constrained decoding", "yes" if s["constrained"] else "no"),
+            ("accepted", s["accepted"]), ("registered (new)", s["registered"])]
+    rows += [(f"rejected at {stage}", k) for stage, k in sorted(s["rejected"].items())]
+    rows += [("scored", s["scored"]), ("mean regret", fmt(s["mean_regret"])),
+             ("mean win rate (hint)", fmt(s["mean_win_rate_hint"])), ("mean win rate (plain)", fmt(s["mean_win_rate_plain"]))]
+    if s.get("error"):
+        rows.append(("error", s["error"]))
+    for name, value in rows:
+        table.add_row(name, escape(str(value)))
+    console.print(table)
+    cands = Table(title="variants")
+    for col in ("#", "parent", "point", "result", "env id", "regret"):
+        cands.add_column(col, overflow="fold")
+    for p in run.proposals:
+        bad = next((v for v in p.verdicts if not v["ok"]), None)
+        result = "[green]accepted[/green]" if p.valid else (
+            f"[red]{p.rejected_at}[/red]: {escape((bad or {}).get('detail', '')[:120])}")
+        point = json.dumps(p.point if p.point is not None else p.kwargs, sort_keys=True) if (p.point or p.kwargs) else escape(p.text[:60])
+        cands.add_row(p.cid, p.parent or "-", escape(point), result, p.env_id or "-",
+                      fmt(p.estimate.regret) if p.estimate is not None else "-")
+    console.print(cands)

@@ -11,14 +11,65 @@ METADATA = {
     "tags": ["cipher", "string-transformation", "induction", "single-answer"],
 }
 
+
+PARAMETERS = {'type': 'object',
+ 'properties': {'difficulty': {'type': 'integer',
+                               'minimum': 0,
+                               'maximum': 4,
+                               'default': 3,
+                               'description': '0: single letters shifted forward: name the shift (a number, '
+                                              'loose answer format); 1: three-letter words, a shift only; 2: '
+                                              'four or five letters, one rearrangement and a shift; 3: six '
+                                              'to eight letters, two rearrangements and a shift (the '
+                                              'original); 4: ten to twelve letters, three rearrangements and '
+                                              'a shift'},
+                'word_length': {'type': ['integer', 'null'],
+                                'minimum': 3,
+                                'maximum': 12,
+                                'default': None,
+                                'description': 'letters per word (difficulty >= 1); null: set by difficulty'},
+                'num_rearrangements': {'type': ['integer', 'null'],
+                                       'minimum': 0,
+                                       'maximum': 3,
+                                       'default': None,
+                                       'description': 'position rearrangements composed (difficulty >= 1); '
+                                                      'null: set by difficulty'},
+                'loose_answer': {'type': ['boolean', 'null'],
+                                 'default': None,
+                                 'description': 'also accept the last number of a reply without \\\\boxed{} '
+                                                '(null: only at difficulty 0)'},
+                'max_turns': {'type': 'integer',
+                              'minimum': 1,
+                              'maximum': 40,
+                              'default': 2,
+                              'description': 'agent turns allowed'}}}
+
+#: difficulty -> (word lengths, rearrangements composed); 0: the shift warm-up
+LEVELS = {0: ((1, 1), 0), 1: ((3, 3), 0), 2: ((4, 5), 1), 3: ((6, 8), 2), 4: ((10, 12), 3)}
+
+
+def _loose_number(text):
+    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
+    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
+    if boxed:
+        return boxed.pop() if len(boxed) == 1 else None
+    found = re.findall(r"-?\d+", text)
+    return found[-1] if found and len(set(found)) <= 6 else None
+
 ABC = string.ascii_uppercase
 
 
 class GlyphCipherEnv:
     """Single-answer induction; the hidden rule is a position permutation plus a Caesar shift."""
 
-    def __init__(self, max_turns=2, **kwargs):
+    def __init__(self, max_turns=2, difficulty=3, word_length=None, num_rearrangements=None, loose_answer=None,
+                 **kwargs):
         self.max_turns = max_turns
+        self.difficulty = difficulty
+        lengths, ops = LEVELS[difficulty]
+        self._lengths = lengths if word_length is None else (word_length, word_length)
+        self._n_ops = ops if num_rearrangements is None else num_rearrangements
+        self._loose = difficulty == 0 if loose_answer is None else loose_answer
         self.reset()
 
     @staticmethod
@@ -54,15 +105,19 @@ class GlyphCipherEnv:
 
     def reset(self, seed=None):
         rng = random.Random(seed)
+        if self.difficulty == 0:
+            return self._reset_shift(rng)
         while True:
-            n = rng.randint(6, 8)
+            n = rng.randint(*self._lengths)
             ops = self._position_ops(n, rng.randint(1, n - 1))
-            names = rng.sample(sorted(ops), 2)
-            perm = [ops[names[0]][i] for i in ops[names[1]]]  # apply names[0], then names[1]
+            names = rng.sample(sorted(ops), self._n_ops)
+            perm = list(ops[names[0]]) if names else list(range(n))
+            for name in names[1:]:
+                perm = [perm[i] for i in ops[name]]  # apply names[0], then names[1], ...
             shift = rng.randint(1, 25)
             words = ["".join(rng.sample(ABC, n)) for _ in range(4)]
             pairs = [(w, self._apply(perm, shift, w)) for w in words[:3]]
-            if perm == list(range(n)) or len(self._consistent(pairs, n)) != 1:
+            if (perm == list(range(n)) and self._n_ops) or len(self._consistent(pairs, n)) != 1:
                 continue  # the examples must pin the rule down
             query = words[3]
             answer = self._apply(perm, shift, query)
@@ -78,11 +133,28 @@ class GlyphCipherEnv:
         )
         return obs, {}
 
+    def _reset_shift(self, rng):
+        """Difficulty 0: two single-letter examples of a shift; the answer is the shift."""
+        shift = rng.randint(2, 9)
+        letters = rng.sample(ABC[:16], 2)
+        self._perm, self._shift, self._answer = [0], shift, str(shift)
+        self._turn, self._done = 0, False
+        examples = "\n".join(f"  {a} -> {ABC[ABC.index(a) + shift]}" for a in letters)
+        obs = (f"A cipher moves every letter the same number of places forward in the alphabet:\n{examples}\n"
+               "By how many places does it move each letter? Answer with \\boxed{number}.")
+        return obs, {}
+
     def step(self, action):
         if self._done:
             return "The episode is over.", 0.0, True, False, {}
         self._turn += 1
         found = re.findall(r"\\boxed\{([^{}]*)\}", str(action))
+        if self.difficulty == 0:
+            got = _loose_number(str(action)) if self._loose else (found[-1].strip() if len(found) == 1 else None)
+            won = got is not None and got.strip() == self._answer
+            truncated = not won and self._turn >= self.max_turns
+            self._done = won or truncated
+            return ("Correct." if won else "That is not the shift."), float(won), won, truncated, {}
         guess = re.sub(r"[^A-Z]", "", found[-1].upper()) if found else ""
         if guess == self._answer:
             self._done = True

@@ -12,13 +12,56 @@ METADATA = {
 
 ITEMS = ["tent", "stove", "rope", "lantern", "radio", "medkit", "tarp", "axe", "filter", "camera",
          "compass", "drone", "skis", "flares", "hammock", "telescope", "kayak", "snowshoes"]
+MORE_ITEMS = ["sled", "whistle", "mirror", "blanket", "map", "knife", "helmet", "gloves"]
+
+
+PARAMETERS = {'type': 'object',
+ 'properties': {'difficulty': {'type': 'integer',
+                               'minimum': 0,
+                               'maximum': 4,
+                               'default': 3,
+                               'description': '0: two items and only one fits: name it (loose answer format: '
+                                              'the last item named); 1: three or four light items; 2: six or '
+                                              'seven items; 3: ten to twelve items where greedy packing '
+                                              'falls short (the original); 4: twenty to twenty-four items, '
+                                              'greedy falls short'},
+                'num_items': {'type': ['integer', 'null'],
+                              'minimum': 2,
+                              'maximum': 26,
+                              'default': None,
+                              'description': 'items to choose from; null: set by difficulty'},
+                'loose_answer': {'type': ['boolean', 'null'],
+                                 'default': None,
+                                 'description': 'also accept the last number of a reply without \\\\boxed{} '
+                                                '(null: only at difficulty 0)'},
+                'max_turns': {'type': 'integer',
+                              'minimum': 1,
+                              'maximum': 40,
+                              'default': 3,
+                              'description': 'agent turns allowed'}}}
+
+def _loose_number(text):
+    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
+    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
+    if boxed:
+        return boxed.pop() if len(boxed) == 1 else None
+    found = re.findall(r"-?\d+", text)
+    return found[-1] if found and len(set(found)) <= 6 else None
+
+
+#: difficulty -> (fewest and most items, the greedy packing must fall short)
+LEVELS = {0: ((2, 2), False), 1: ((3, 4), False), 2: ((6, 7), False), 3: ((10, 12), True), 4: ((20, 24), True)}
 
 
 class ExpeditionPackEnv:
     """Any optimal selection wins; a feasible but worse one is told its value."""
 
-    def __init__(self, max_turns=3, **kwargs):
+    def __init__(self, max_turns=3, difficulty=3, num_items=None, loose_answer=None, **kwargs):
         self.max_turns = max_turns
+        self.difficulty = difficulty
+        sizes, self._beat_greedy = LEVELS[difficulty]
+        self._sizes = sizes if num_items is None else (num_items, num_items)
+        self._loose = difficulty == 0 if loose_answer is None else loose_answer
         self.reset()
 
     @staticmethod
@@ -47,20 +90,30 @@ class ExpeditionPackEnv:
     def reset(self, seed=None):
         rng = random.Random(seed)
         while True:
-            n = rng.randint(10, 12)
-            names = rng.sample(ITEMS, n)
-            weights = [rng.randint(2, 19) for _ in range(n)]
+            n = rng.randint(*self._sizes)
+            names = rng.sample(ITEMS if n <= len(ITEMS) else ITEMS + MORE_ITEMS, n)
+            weights = [rng.randint(2, 19 if n > 2 else 12) for _ in range(n)]
             values = [max(5, w * rng.randint(2, 6) + rng.randint(-8, 8)) for w in weights]
             cap = sum(weights) * rng.randint(35, 50) // 100
+            if n == 2:  # the warm-up: exactly one of the two items fits
+                cap = rng.randint(min(weights), max(weights) - 1) if weights[0] != weights[1] else 0
             best, chosen = self._best(weights, values, cap)
-            if self._greedy(weights, values, cap) < best:
+            if not chosen or (n > 2 and len(chosen) < 2):
+                continue  # one chosen item would be its own name, shown in the list
+            if not self._beat_greedy or self._greedy(weights, values, cap) < best:
                 break  # the obvious greedy packing must fall short
         self._names, self._weights, self._values, self._cap = names, weights, values, cap
         self._best_value = best
-        self._answer = ", ".join(names[i] for i in chosen)
+        self._answer = ", ".join(names[i] for i in chosen) if n > 2 else str(best)
         self._turn = 0
         self._done = False
         rows = [f"  {nm:<10} weight {w:>2} kg, value {v:>3}" for nm, w, v in zip(names, weights, values)]
+        if n == 2:
+            obs = (f"You are packing for an expedition. The pack holds at most {cap} kg. Available items "
+                   "(one of each):\n" + "\n".join(rows)
+                   + "\nWhat is the largest total value you can carry without exceeding the weight limit? "
+                   "Answer with \\boxed{value}.")
+            return obs, {}
         obs = (
             f"You are packing for an expedition. The pack holds at most {cap} kg. Available items "
             "(one of each):\n" + "\n".join(rows)
@@ -74,7 +127,13 @@ class ExpeditionPackEnv:
             return "The episode is over.", 0.0, True, False, {}
         self._turn += 1
         found = re.findall(r"\\boxed\{([^{}]*)\}", str(action))
+        truncated = self._turn >= self.max_turns
         words = [w.strip().lower() for w in re.split(r"[,;\n]| and ", found[-1])] if found else []
+        if len(self._names) == 2:  # the warm-up asks for the best value
+            got = _loose_number(str(action)) if self._loose else (found[-1].strip() if len(found) == 1 else None)
+            won = got is not None and got.strip() == self._answer
+            self._done = won or truncated
+            return ("Optimal." if won else "That is not the best value."), float(won), won, truncated and not won, {}
         words = [w for w in words if w]
         truncated = self._turn >= self.max_turns
         self._done = truncated

@@ -14,11 +14,54 @@ METADATA = {
 TOWNS = ["Alder", "Birch", "Cedar", "Dunmore", "Elmwood", "Fenwick", "Glenn", "Harbor", "Ivy", "Juniper", "Kestrel"]
 
 
+PARAMETERS = {'type': 'object',
+ 'properties': {'difficulty': {'type': 'integer',
+                               'minimum': 0,
+                               'maximum': 4,
+                               'default': 3,
+                               'description': '0: one stop, roads of 2-9 km: the length there and back '
+                                              '(loose answer format); 1: two stops (one round trip); 2: four '
+                                              'stops; 3: six stops where nearest-neighbour fails (the '
+                                              'original); 4: eight stops, nearest-neighbour fails'},
+                'num_stops': {'type': ['integer', 'null'],
+                              'minimum': 1,
+                              'maximum': 7,
+                              'default': None,
+                              'description': 'stops besides the Depot; null: set by difficulty'},
+                'loose_answer': {'type': ['boolean', 'null'],
+                                 'default': None,
+                                 'description': 'also accept the last number of a reply without \\\\boxed{} '
+                                                '(null: only at difficulty 0)'},
+                'max_turns': {'type': 'integer',
+                              'minimum': 1,
+                              'maximum': 40,
+                              'default': 3,
+                              'description': 'agent turns allowed'}}}
+
+#: difficulty -> stops besides the Depot
+LEVELS = {0: 1, 1: 2, 2: 4, 3: 6, 4: 7}
+STOPS = {1: "the one stop", 2: "each of the two stops", 3: "each of the three stops", 4: "each of the four stops",
+         5: "each of the five stops", 6: "each of the six stops", 7: "each of the seven stops",
+         8: "each of the eight stops"}
+
+
+def _loose_number(text):
+    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
+    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
+    if boxed:
+        return boxed.pop() if len(boxed) == 1 else None
+    found = re.findall(r"-?\d+", text)
+    return found[-1] if found and len(set(found)) <= 6 else None
+
+
 class CourierRouteEnv:
     """Single-answer optimisation; the answer is the optimal tour length."""
 
-    def __init__(self, max_turns=3, **kwargs):
+    def __init__(self, max_turns=3, difficulty=3, num_stops=None, loose_answer=None, **kwargs):
         self.max_turns = max_turns
+        self.difficulty = difficulty
+        self._stops = LEVELS[difficulty] if num_stops is None else num_stops
+        self._loose = difficulty == 0 if loose_answer is None else loose_answer
         self.reset()
 
     def _length(self, tour):
@@ -34,12 +77,13 @@ class CourierRouteEnv:
 
     def reset(self, seed=None):
         rng = random.Random(seed)
-        n = 7
+        n = self._stops + 1
+        low, high = (2, 9) if self.difficulty == 0 else (12, 95)
         while True:
             d = [[0] * n for _ in range(n)]
             for i in range(n):
                 for j in range(i + 1, n):
-                    d[i][j] = d[j][i] = rng.randint(12, 95)
+                    d[i][j] = d[j][i] = rng.randint(low, high)
             self._d = d
             best, best_tour = None, None
             for perm in permutations(range(1, n)):
@@ -49,7 +93,7 @@ class CourierRouteEnv:
                 if best is None or length < best:
                     best, best_tour = length, perm
             shown = {d[i][j] for i in range(n) for j in range(n)}
-            if self._nearest_neighbour(n) > best and best not in shown:
+            if (n < 5 or self._nearest_neighbour(n) > best) and best not in shown:
                 break
         self._names = ["Depot"] + rng.sample(TOWNS, n - 1)
         self._best, self._tour = best, (0,) + best_tour + (0,)
@@ -59,7 +103,7 @@ class CourierRouteEnv:
         header = " " * 9 + "".join(f"{nm[:7]:>8}" for nm in self._names)
         rows = [f"{self._names[i][:7]:<9}" + "".join(f"{d[i][j]:>8}" for j in range(n)) for i in range(n)]
         obs = (
-            "A courier leaves the Depot, must visit each of the six stops exactly once, and return to "
+            f"A courier leaves the Depot, must visit {STOPS[n - 1]} exactly once, and return to "
             "the Depot. Road lengths in km (the table is symmetric):\n"
             + header + "\n" + "\n".join(rows)
             + "\nWhat is the length of the SHORTEST possible round trip? Answer with \\boxed{km}."
@@ -71,6 +115,9 @@ class CourierRouteEnv:
             return "The episode is over.", 0.0, True, False, {}
         self._turn += 1
         found = re.findall(r"\\boxed\{\s*(\d+)\s*(?:km)?\s*\}", str(action))
+        if self._loose and not re.search(r"\\boxed\{", str(action)):
+            loose = _loose_number(str(action))
+            found = [loose] if loose is not None and loose.isdigit() else []
         guess = int(found[-1]) if found else None
         if guess == self._best:
             self._done = True
@@ -86,6 +133,8 @@ class CourierRouteEnv:
 
     def hint(self):
         t = self._tour
+        if len(t) < 6:
+            return "Add up the roads of the round trip; with so few stops there is only one way round."
         first, later = self._names[t[1]], (self._names[t[3]], self._names[t[4]])
         return (
             f"An optimal round trip drives directly between the Depot and {first}, and between "

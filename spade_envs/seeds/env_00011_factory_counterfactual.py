@@ -13,11 +13,51 @@ METADATA = {
 VARIABLES = ["Demand", "Staffing", "Backlog", "Overtime", "Output", "Defects", "Returns", "Revenue", "Morale"]
 
 
+PARAMETERS = {'type': 'object',
+ 'properties': {'difficulty': {'type': 'integer',
+                               'minimum': 0,
+                               'maximum': 4,
+                               'default': 3,
+                               'description': '0: two variables, B := A + u_B with u_B shown: set A, give B '
+                                              '(loose answer format); 1: three variables; 2: four or five; '
+                                              '3: six or seven variables with max/min terms (the original); '
+                                              '4: eight or nine variables'},
+                'num_variables': {'type': ['integer', 'null'],
+                                  'minimum': 2,
+                                  'maximum': 9,
+                                  'default': None,
+                                  'description': 'variables of the causal model; null: set by difficulty'},
+                'loose_answer': {'type': ['boolean', 'null'],
+                                 'default': None,
+                                 'description': 'also accept the last number of a reply without \\\\boxed{} '
+                                                '(null: only at difficulty 0)'},
+                'max_turns': {'type': 'integer',
+                              'minimum': 1,
+                              'maximum': 40,
+                              'default': 2,
+                              'description': 'agent turns allowed'}}}
+
+#: difficulty -> fewest and most variables
+LEVELS = {0: (2, 2), 1: (3, 3), 2: (4, 5), 3: (6, 7), 4: (8, 9)}
+
+
+def _loose_number(text):
+    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
+    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
+    if boxed:
+        return boxed.pop() if len(boxed) == 1 else None
+    found = re.findall(r"-?\d+", text)
+    return found[-1] if found and len(set(found)) <= 6 else None
+
+
 class FactoryCounterfactualEnv:
     """Single-answer counterfactual; equations mix linear terms with max/min."""
 
-    def __init__(self, max_turns=2, **kwargs):
+    def __init__(self, max_turns=2, difficulty=3, num_variables=None, loose_answer=None, **kwargs):
         self.max_turns = max_turns
+        self.difficulty = difficulty
+        self._sizes = LEVELS[difficulty] if num_variables is None else (num_variables, num_variables)
+        self._loose = difficulty == 0 if loose_answer is None else loose_answer
         self.reset()
 
     @staticmethod
@@ -58,7 +98,7 @@ class FactoryCounterfactualEnv:
     def reset(self, seed=None):
         rng = random.Random(seed)
         while True:
-            n = rng.randint(6, 7)
+            n = rng.randint(*self._sizes)
             self._names = rng.sample(VARIABLES, n)
             eqs = [("root", [], [])]
             for i in range(1, n):
@@ -67,10 +107,12 @@ class FactoryCounterfactualEnv:
                     eqs.append((rng.choice(["max", "min"]), parents, []))
                 else:
                     eqs.append(("lin", parents, [rng.choice([-2, -1, 1, 2, 3]) for _ in parents]))
+            if self.difficulty == 0:
+                eqs = [("root", [], []), ("lin", [0], [1])] + eqs[2:]
             self._eqs = eqs
             noise = [rng.randint(4, 15)] + [rng.randint(-6, 9) for _ in range(n - 1)]
             fact = self._simulate(noise)
-            x = rng.randrange(n - 2)
+            x = rng.randrange(max(1, n - 2))
             targets = sorted(self._descendants(x))
             if not targets:
                 continue
@@ -86,6 +128,7 @@ class FactoryCounterfactualEnv:
                 + "\n".join(f"  {self._text(i)}" for i in range(n))
                 + "\nYesterday these values were observed:\n  "
                 + ", ".join(f"{self._names[i]} = {fact[i]}" for i in range(n))
+                + (f" (so u_{self._names[y]} = {noise[y]})" if self.difficulty == 0 else "")
                 + f"\nCounterfactual question: had {self._names[x]} been set to {new_x} yesterday "
                 f"(all disturbances as they actually were), what would {self._names[y]} have been? "
                 "Answer with \\boxed{integer}."
@@ -102,6 +145,9 @@ class FactoryCounterfactualEnv:
             return "The episode is over.", 0.0, True, False, {}
         self._turn += 1
         found = re.findall(r"\\boxed\{\s*(-?\d+)\s*\}", str(action).replace("\u2212", "-"))
+        if self._loose and not re.search(r"\\boxed\{", str(action)):
+            loose = _loose_number(str(action).replace("\u2212", "-"))
+            found = [loose] if loose is not None and re.fullmatch(r"-?\d+", loose) else []
         guess = int(found[-1]) if found else None
         if guess == self._answer:
             self._done = True

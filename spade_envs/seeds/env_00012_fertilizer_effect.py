@@ -18,17 +18,60 @@ STORIES = [
 ]
 
 
+PARAMETERS = {'type': 'object',
+ 'properties': {'difficulty': {'type': 'integer',
+                               'minimum': 0,
+                               'maximum': 4,
+                               'default': 3,
+                               'description': '0: one group of 100 treated and 100 untreated, whole-ten '
+                                              'rates: the difference in points (loose answer format); 1: one '
+                                              'group, any sizes; 2: two confounded strata; 3: three or four '
+                                              'confounded strata (the original); 4: six to eight confounded '
+                                              'strata'},
+                'num_strata': {'type': ['integer', 'null'],
+                               'minimum': 1,
+                               'maximum': 8,
+                               'default': None,
+                               'description': 'strata of the confounder; null: set by difficulty'},
+                'loose_answer': {'type': ['boolean', 'null'],
+                                 'default': None,
+                                 'description': 'also accept the last number of a reply without \\\\boxed{} '
+                                                '(null: only at difficulty 0)'},
+                'max_turns': {'type': 'integer',
+                              'minimum': 1,
+                              'maximum': 40,
+                              'default': 2,
+                              'description': 'agent turns allowed'}}}
+
+#: difficulty -> choices of the number of strata
+LEVELS = {0: [1], 1: [1], 2: [2], 3: [3, 4], 4: [6, 7, 8]}
+
+
+def _loose_number(text):
+    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
+    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
+    if boxed:
+        return boxed.pop() if len(boxed) == 1 else None
+    found = re.findall(r"-?\d+", text)
+    return found[-1] if found and len(set(found)) <= 6 else None
+
+
 class FertilizerEffectEnv:
     """Single-answer causal estimate in percentage points; answers within 0.05 of the exact value win."""
 
-    def __init__(self, max_turns=2, **kwargs):
+    def __init__(self, max_turns=2, difficulty=3, num_strata=None, loose_answer=None, **kwargs):
         self.max_turns = max_turns
+        self.difficulty = difficulty
+        self._strata = LEVELS[difficulty] if num_strata is None else [num_strata]
+        self._loose = difficulty == 0 if loose_answer is None else loose_answer
         self.reset()
 
     def reset(self, seed=None):
         rng = random.Random(seed)
         unit, treat, control, outcome, conf, levels = rng.choice(STORIES)
-        k = rng.choice([3, 4])
+        k = rng.choice(self._strata)
+        if k > len(levels):
+            levels = [f"{lv} ({side})" for lv in levels for side in ("north", "south")]
         levels = rng.sample(levels, k)
         while True:
             rows = []
@@ -39,7 +82,11 @@ class FertilizerEffectEnv:
                 base = rng.uniform(0.15, 0.8)
                 n1 = max(5, round(n * share))
                 n0 = max(5, n - n1)
-                r1 = min(0.97, max(0.03, base + effect + rng.uniform(-0.05, 0.05)))
+                if self.difficulty == 0:  # the warm-up: 100 and 100, rates in whole tens
+                    n1 = n0 = 100
+                    base = rng.randint(1, 8) / 10
+                    effect = rng.choice([-1, 1]) * rng.randint(1, 2) / 10 if base > 0.2 else rng.randint(1, 2) / 10
+                r1 = min(0.97, max(0.03, base + effect + (0 if self.difficulty == 0 else rng.uniform(-0.05, 0.05))))
                 r0 = min(0.97, max(0.03, base))
                 rows.append((n1, round(n1 * r1), n0, round(n0 * r0)))
             total = sum(n1 + n0 for n1, _, n0, _ in rows)
@@ -47,7 +94,7 @@ class FertilizerEffectEnv:
             crude = Fraction(sum(r[1] for r in rows), sum(r[0] for r in rows)) - Fraction(
                 sum(r[3] for r in rows), sum(r[2] for r in rows))
             adjusted, crude = adjusted * 100, crude * 100
-            if abs(adjusted) >= 1 and abs(adjusted - crude) >= 4:
+            if abs(adjusted) >= 2 and (k == 1 or abs(adjusted - crude) >= 4):
                 break  # confounding must matter: the crude difference is misleading
         self._exact, self._crude = adjusted, crude
         self._answer = f"{float(adjusted):.1f}"
@@ -72,6 +119,9 @@ class FertilizerEffectEnv:
             return "The episode is over.", 0.0, True, False, {}
         self._turn += 1
         found = re.findall(r"\\boxed\{\s*([+-]?\d+(?:\.\d+)?)\s*(?:%|\\%|points|pp)?\s*\}", str(action).replace("\u2212", "-"))
+        if self._loose and not re.search(r"\\boxed\{", str(action)):
+            loose = _loose_number(str(action).replace("\u2212", "-"))
+            found = [loose] if loose is not None and re.fullmatch(r"[+-]?\d+", loose) else []
         guess = Fraction(found[-1]) if found else None
         if guess is not None and abs(guess - self._exact) <= Fraction(1, 20) + Fraction(1, 10 ** 9):
             self._done = True

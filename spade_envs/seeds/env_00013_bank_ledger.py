@@ -2,6 +2,7 @@
 
 import json
 import random
+import re
 
 METADATA = {
     "name": "Bank Ledger",
@@ -15,15 +16,71 @@ FIRST = ["Ada", "Bo", "Chen", "Dara", "Emil", "Fatima", "Goran", "Hana", "Ivo", 
 LAST = ["Ng", "Okafor", "Petrov", "Quist", "Rossi", "Sato", "Tamm", "Ueda", "Vargas", "Weiss"]
 
 
+PARAMETERS = {'type': 'object',
+ 'properties': {'difficulty': {'type': 'integer',
+                               'minimum': 0,
+                               'maximum': 4,
+                               'default': 3,
+                               'description': '0: one customer with one account and no pending amounts, the '
+                                              'lookups already made: read the balance (loose answer format); '
+                                              '1: two customers, one account each (three lookups); 2: four '
+                                              'customers, up to two accounts and one pending amount each; 3: '
+                                              'six customers, the target owns two to four accounts (the '
+                                              'original); 4: ten customers, the target owns four to seven '
+                                              'accounts with up to five pending amounts each'},
+                'num_customers': {'type': ['integer', 'null'],
+                                  'minimum': 1,
+                                  'maximum': 10,
+                                  'default': None,
+                                  'description': 'customers in the bank; null: set by difficulty'},
+                'max_accounts': {'type': ['integer', 'null'],
+                                 'minimum': 1,
+                                 'maximum': 8,
+                                 'default': None,
+                                 'description': 'most accounts the asking customer owns; null: set by '
+                                                'difficulty'},
+                'loose_answer': {'type': ['boolean', 'null'],
+                                 'default': None,
+                                 'description': 'also accept the last number of a reply without \\\\boxed{} '
+                                                '(null: only at difficulty 0)'},
+                'max_turns': {'type': 'integer', 'minimum': 1, 'maximum': 100, 'default': 16,
+                      'description': "agent steps allowed (never fewer than the reference solution's steps plus one)"}}}
+
+#: difficulty -> (customers, the asker's accounts, others' accounts, pending amounts per account, balances)
+LEVELS = {
+    0: (1, (1, 1), (1, 1), (0, 0), (2, 99)),
+    1: (2, (1, 1), (1, 1), (0, 0), (50, 5000)),
+    2: (4, (1, 2), (1, 2), (0, 1), (50, 5000)),
+    3: (6, (2, 4), (1, 3), (0, 3), (50, 5000)),
+    4: (10, (4, 7), (1, 3), (0, 5), (50, 5000)),
+}
+
+
+def _loose_number(text):
+    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
+    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
+    if boxed:
+        return boxed.pop() if len(boxed) == 1 else None
+    found = re.findall(r"-?\d+", text)
+    return found[-1] if found and len(set(found)) <= 6 else None
+
+
 class BankLedgerEnv(ToolUseBaseEnv):
-    def __init__(self, max_turns=16, **kwargs):
+    def __init__(self, max_turns=16, difficulty=3, num_customers=None, max_accounts=None, loose_answer=None, **kwargs):
+        self.difficulty = difficulty
+        customers, target, other, pending, balance = LEVELS[difficulty]
+        self._n_customers = customers if num_customers is None else num_customers
+        self._target_accounts = target if max_accounts is None else (min(target[0], max_accounts), max_accounts)
+        self._other_accounts, self._pending_range, self._balance_range = other, pending, balance
+        self._loose = difficulty == 0 if loose_answer is None else loose_answer
+        self._turns_asked = max_turns
         super().__init__(max_turns=max_turns, **kwargs)
 
     def reset(self, seed=None):
         rng = random.Random(seed)
         self.turn_count = 0
         self._call_history = []
-        names = rng.sample([f"{f} {l}" for f in FIRST for l in LAST], 6)
+        names = rng.sample([f"{f} {l}" for f in FIRST for l in LAST], self._n_customers)
         target_index = rng.randrange(len(names))
         customers = {}
         accounts = {}
@@ -31,14 +88,14 @@ class BankLedgerEnv(ToolUseBaseEnv):
             cid = f"C{rng.randint(100, 999)}{i}"
             customers[cid] = name
             # the target owns several accounts, so no single tool result is the answer
-            for j in range(rng.randint(2, 4) if i == target_index else rng.randint(1, 3)):
+            for j in range(rng.randint(*self._target_accounts) if i == target_index else rng.randint(*self._other_accounts)):
                 acc = f"AC-{rng.randint(10000, 99999)}"
                 while acc in accounts:
                     acc = f"AC-{rng.randint(10000, 99999)}"
-                accounts[acc] = {"owner": cid, "balance": rng.randint(50, 5000)}
+                accounts[acc] = {"owner": cid, "balance": rng.randint(*self._balance_range)}
         pending = []
         for acc in accounts:
-            for _ in range(rng.randint(0, 3)):
+            for _ in range(rng.randint(*self._pending_range)):
                 amt = rng.randint(5, 400)
                 pending.append({"account": acc, "amount": amt if rng.random() < 0.4 else -amt})
         target_cid = list(customers)[target_index]
@@ -88,7 +145,32 @@ class BankLedgerEnv(ToolUseBaseEnv):
             "once every pending transaction posts? Use the tools, then reply with "
             "<answer>amount in dollars</answer>."
         )
+        if self.difficulty == 0:
+            obs += self._prefetched()
+        self._fit_turns()
         return obs, {}
+
+    def _fit_turns(self):
+        """Every episode allows at least the reference solution's steps plus one."""
+        self.max_turns = max(self._turns_asked, self.solution().count("<tool_call>") + 2)
+
+    def _prefetched(self):
+        """Difficulty 0: the reference tool calls already made (and applied), listed under the task."""
+        lines = []
+        for block in re.findall(r"<tool_call>(.*?)</tool_call>", self.solution(), re.S):
+            call = json.loads(block)
+            args = ", ".join(f"{k}={v!r}" for k, v in call["arguments"].items())
+            lines.append(f"  {call['name']}({args}) -> {getattr(self, 'tool_' + call['name'])(**call['arguments'])}")
+        return "\nThese tool calls were already made for you (with their results):\n" + "\n".join(lines)
+
+    def step(self, action):
+        text = str(action)
+        if self._loose and "<answer>" not in text and "<tool_call>" not in text:
+            got = _loose_number(text)  # difficulty 0 also takes a plain final number
+            if got is not None and self._check_answer(got):
+                self.turn_count += 1
+                return "Correct!", 1.0, True, False, {}
+        return super().step(action)
 
     def tool_find_customer(self, name):
         for cid, n in self._state["customers"].items():

@@ -2,6 +2,7 @@
 
 import json
 import random
+import re
 
 METADATA = {
     "name": "Log Archive",
@@ -16,11 +17,60 @@ SERVICES = ["api", "worker", "cron", "db", "web", "auth", "search", "mail"]
 EXTS = [".txt", ".json", ".gz", ".csv"]
 PATH = {"type": "string", "pattern": "^/[A-Za-z0-9_./-]*$", "maxLength": 200}
 
+PARAMETERS = {'type': 'object',
+ 'properties': {'difficulty': {'type': 'integer',
+                               'minimum': 0,
+                               'maximum': 4,
+                               'default': 3,
+                               'description': '0: one folder, one stale log, the tool calls already made: '
+                                              'report its size (loose answer format); 1: one service folder, '
+                                              'one stale log; 2: two services, no nested folders; 3: two or '
+                                              'three services with nested folders (the original); 4: five or '
+                                              'six services, nested folders, three to four files each'},
+                'num_services': {'type': ['integer', 'null'],
+                                 'minimum': 1,
+                                 'maximum': 6,
+                                 'default': None,
+                                 'description': 'service folders under the project; null: set by difficulty'},
+                'max_turns': {'type': 'integer',
+                              'minimum': 1,
+                              'maximum': 100,
+                              'default': 45,
+                              'description': "agent steps allowed (never fewer than the reference solution's "
+                                             'steps plus one)'},
+                'loose_answer': {'type': ['boolean', 'null'],
+                                 'default': None,
+                                 'description': 'also accept the last number of a reply without \\\\boxed{} '
+                                                '(null: only at difficulty 0)'}}}
+
+#: difficulty -> (services, chance of a nested folder, files per folder, file sizes, fewest logs, fewest stale logs)
+LEVELS = {
+    0: ((1, 1), 0.0, (2, 2), (2, 99), 2, 1),
+    1: ((1, 1), 0.0, (2, 3), (2_100, 900_000), 2, 1),
+    2: ((2, 2), 0.0, (2, 3), (2_100, 900_000), 3, 2),
+    3: ((2, 3), 0.6, (2, 3), (2_100, 900_000), 3, 2),
+    4: ((5, 6), 0.9, (3, 4), (2_100, 900_000), 3, 2),
+}
+
+
+def _loose_number(text):
+    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
+    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
+    if boxed:
+        return boxed.pop() if len(boxed) == 1 else None
+    found = re.findall(r"-?\d+", text)
+    return found[-1] if found and len(set(found)) <= 6 else None
+
 
 class LogArchiveEnv(ToolUseBaseEnv):
     """The agent must move every ``.log`` file older than a cutoff into ``/archive/<project>``."""
 
-    def __init__(self, max_turns=45, **kwargs):
+    def __init__(self, max_turns=45, difficulty=3, num_services=None, loose_answer=None, **kwargs):
+        self.difficulty = difficulty
+        services, self._nested, self._per_folder, self._sizes, self._min_logs, self._min_stale = LEVELS[difficulty]
+        self._services_range = services if num_services is None else (num_services, num_services)
+        self._loose = difficulty == 0 if loose_answer is None else loose_answer
+        self._turns_asked = max_turns
         super().__init__(max_turns=max_turns, **kwargs)
 
     def reset(self, seed=None):
@@ -31,35 +81,35 @@ class LogArchiveEnv(ToolUseBaseEnv):
         root = f"/srv/{project}"
         dirs = ["/", "/srv", root, "/archive", "/tmp"]
         files = {}
-        services = rng.sample(SERVICES, rng.randint(2, 3))
+        services = rng.sample(SERVICES, rng.randint(*self._services_range))
         for svc in services:
             folders = [f"{root}/{svc}"]
-            if rng.random() < 0.6:
+            if rng.random() < self._nested:
                 folders.append(f"{root}/{svc}/{rng.choice(['old', 'rotated', 'run'])}")
             dirs.extend(folders)
             for folder in folders:
-                for k in range(rng.randint(2, 3)):
+                for k in range(rng.randint(*self._per_folder)):
                     ext = ".log" if rng.random() < 0.65 else rng.choice(EXTS)
                     name = f"{svc}-{folder.count('/')}{k}{rng.randint(10, 99)}{ext}"
                     files[f"{folder}/{name}"] = {
-                        "size": rng.randint(2_100, 900_000),
+                        "size": rng.randint(*self._sizes),
                         "modified": f"2024-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
                     }
-        while sum(p.endswith(".log") for p in files) < 3:  # at least two stale logs and one fresh one
+        while sum(p.endswith(".log") for p in files) < self._min_logs:  # at least two stale logs and one fresh one
             svc = services[0]
             files[f"{root}/{svc}/{svc}-extra{len(files)}.log"] = {
-                "size": rng.randint(2_100, 900_000), "modified": f"2024-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"}
+                "size": rng.randint(*self._sizes), "modified": f"2024-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"}
         files["/tmp/scratch.log"] = {"size": rng.randint(1_000, 90_000), "modified": "2024-01-02"}
         logs = sorted(p for p in files if p.endswith(".log") and p.startswith(root + "/"))
         cutoff = "2024-07-01"
         for _ in range(50):
             cutoff = f"2024-{rng.randint(3, 11):02d}-{rng.randint(1, 28):02d}"
             stale = [p for p in logs if files[p]["modified"] < cutoff]
-            if 2 <= len(stale) < len(logs):
+            if self._min_stale <= len(stale) < len(logs) and (self.difficulty > 1 or len(stale) == 1):
                 break
         else:  # force a mix of stale and fresh logs
             for i, p in enumerate(logs):
-                files[p]["modified"] = "2024-01-15" if i % 2 == 0 else "2024-12-15"
+                files[p]["modified"] = "2024-01-15" if (i % 2 == 0 if self.difficulty > 1 else i == 0) else "2024-12-15"
             cutoff = "2024-07-01"
         self._project, self._cutoff = project, cutoff
         self._targets = [p for p in logs if files[p]["modified"] < cutoff]
@@ -103,7 +153,31 @@ class LogArchiveEnv(ToolUseBaseEnv):
             "(keep the names; leave every other file where it is). Then reply with "
             "<answer>total size in bytes of the files you archived</answer>."
         )
+        if self.difficulty == 0:
+            obs += self._prefetched()
+        self._fit_turns()
         return obs, {}
+
+    def _fit_turns(self):
+        """Every episode allows at least the reference solution's steps plus one."""
+        self.max_turns = max(self._turns_asked, self.solution().count("<tool_call>") + 2)
+    def _prefetched(self):
+        """Difficulty 0: the reference tool calls already made (and applied), listed under the task."""
+        lines = []
+        for block in re.findall(r"<tool_call>(.*?)</tool_call>", self.solution(), re.S):
+            call = json.loads(block)
+            args = ", ".join(f"{k}={v!r}" for k, v in call["arguments"].items())
+            lines.append(f"  {call['name']}({args}) -> {getattr(self, 'tool_' + call['name'])(**call['arguments'])}")
+        return "\nThese tool calls were already made for you (with their results):\n" + "\n".join(lines)
+
+    def step(self, action):
+        text = str(action)
+        if self._loose and "<answer>" not in text and "<tool_call>" not in text:
+            got = _loose_number(text)  # difficulty 0 also takes a plain final number
+            if got is not None and self._check_answer(got):
+                self.turn_count += 1
+                return "Correct!", 1.0, True, False, {}
+        return super().step(action)
 
     @staticmethod
     def _norm(path):

@@ -2,6 +2,7 @@
 
 import json
 import random
+import re
 
 METADATA = {
     "name": "Team Chat",
@@ -20,29 +21,86 @@ SNIPPETS = ["pushed a fix for the flaky test", "can someone review my PR?", "dep
             "bumping the dependency", "metrics look normal", "pairing on the parser after standup"]
 PAGE = 6
 
+PARAMETERS = {'type': 'object',
+ 'properties': {'difficulty': {'type': 'integer',
+                               'minimum': 0,
+                               'maximum': 4,
+                               'default': 3,
+                               'description': '0: two people, one short channel, the tool calls (thanks '
+                                              'included) already made: read the employee number (loose '
+                                              'answer format); 1: three people, one channel of one page; 2: '
+                                              'five people, two channels; 3: seven people, four channels of '
+                                              'several pages (the original); 4: twelve people, eight '
+                                              'channels, up to twelve messages each'},
+                'num_people': {'type': ['integer', 'null'],
+                               'minimum': 2,
+                               'maximum': 12,
+                               'default': None,
+                               'description': 'people posting; null: set by difficulty'},
+                'num_channels': {'type': ['integer', 'null'],
+                                 'minimum': 1,
+                                 'maximum': 8,
+                                 'default': None,
+                                 'description': 'channels; null: set by difficulty'},
+                'max_turns': {'type': 'integer',
+                              'minimum': 1,
+                              'maximum': 100,
+                              'default': 16,
+                              'description': "agent steps allowed (never fewer than the reference solution's "
+                                             'steps plus one)'},
+                'loose_answer': {'type': ['boolean', 'null'],
+                                 'default': None,
+                                 'description': 'also accept the last number of a reply without \\\\boxed{} '
+                                                '(null: only at difficulty 0)'}}}
+
+#: difficulty -> (people, channels, most posts per person, least posts of the top poster, more than this many
+#: full pages per channel, employee numbers)
+LEVELS = {
+    0: (2, 1, 3, 2, 0, (2, 99)),
+    1: (3, 1, 3, 2, 0, (10000, 99999)),
+    2: (5, 2, 5, 3, 1, (10000, 99999)),
+    3: (7, 4, 7, 3, 2, (10000, 99999)),
+    4: (12, 8, 12, 4, 4, (10000, 99999)),
+}
+
+
+def _loose_number(text):
+    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
+    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
+    if boxed:
+        return boxed.pop() if len(boxed) == 1 else None
+    found = re.findall(r"-?\d+", text)
+    return found[-1] if found and len(set(found)) <= 6 else None
+
 
 class TeamChatEnv(ToolUseBaseEnv):
     """The answer is the employee number of the channel's top poster; a thank-you DM must be sent."""
 
-    def __init__(self, max_turns=16, **kwargs):
+    def __init__(self, max_turns=16, difficulty=3, num_people=None, num_channels=None, loose_answer=None, **kwargs):
+        self.difficulty = difficulty
+        people, channels, self._most_posts, self._least_top, self._pages, self._numbers = LEVELS[difficulty]
+        self._n_people = people if num_people is None else num_people
+        self._n_channels = channels if num_channels is None else num_channels
+        self._loose = difficulty == 0 if loose_answer is None else loose_answer
+        self._turns_asked = max_turns
         super().__init__(max_turns=max_turns, **kwargs)
 
     def reset(self, seed=None):
         rng = random.Random(seed)
         self.turn_count = 0
         self._call_history = []
-        handles = rng.sample(HANDLES, 7)
-        channels = rng.sample(CHANNELS, 4)
+        handles = rng.sample(HANDLES, self._n_people)
+        channels = rng.sample(CHANNELS, self._n_channels)
         users = {h: {"name": h.capitalize() + " " + rng.choice("BCDFGHKLMNPRSTVW") + ".",
-                     "employee_no": rng.randint(10000, 99999), "timezone": rng.choice(["UTC", "CET", "EST", "JST"])}
+                     "employee_no": rng.randint(*self._numbers), "timezone": rng.choice(["UTC", "CET", "EST", "JST"])}
                  for h in handles}
         target_channel = channels[0]
         history = {}
         for ch in channels:
             while True:
-                counts = [rng.randint(1, 7) for _ in handles]
+                counts = [rng.randint(1, self._most_posts) for _ in handles]
                 top = max(counts)
-                if counts.count(top) == 1 and top >= 3 and sum(counts) > 2 * PAGE:
+                if counts.count(top) == 1 and top >= self._least_top and sum(counts) > self._pages * PAGE:
                     break
             authors = [h for h, c in zip(handles, counts) for _ in range(c)]
             rng.shuffle(authors)
@@ -97,7 +155,31 @@ class TeamChatEnv(ToolUseBaseEnv):
             "this week. Send them a direct message that says thanks, and tell me their employee number so "
             "HR can send a voucher.' Reply with <answer>employee number</answer> after the message is sent."
         )
+        if self.difficulty == 0:
+            obs += self._prefetched()
+        self._fit_turns()
         return obs, {}
+
+    def _fit_turns(self):
+        """Every episode allows at least the reference solution's steps plus one."""
+        self.max_turns = max(self._turns_asked, self.solution().count("<tool_call>") + 2)
+    def _prefetched(self):
+        """Difficulty 0: the reference tool calls already made (and applied), listed under the task."""
+        lines = []
+        for block in re.findall(r"<tool_call>(.*?)</tool_call>", self.solution(), re.S):
+            call = json.loads(block)
+            args = ", ".join(f"{k}={v!r}" for k, v in call["arguments"].items())
+            lines.append(f"  {call['name']}({args}) -> {getattr(self, 'tool_' + call['name'])(**call['arguments'])}")
+        return "\nThese tool calls were already made for you (with their results):\n" + "\n".join(lines)
+
+    def step(self, action):
+        text = str(action)
+        if self._loose and "<answer>" not in text and "<tool_call>" not in text:
+            got = _loose_number(text)  # difficulty 0 also takes a plain final number
+            if got is not None and self._check_answer(got):
+                self.turn_count += 1
+                return "Correct!", 1.0, True, False, {}
+        return super().step(action)
 
     def tool_list_channels(self):
         return "\n".join(f"#{c} ({len(m)} messages)" for c, m in self._state["channels"].items())

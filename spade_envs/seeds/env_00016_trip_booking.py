@@ -2,6 +2,7 @@
 
 import json
 import random
+import re
 
 METADATA = {
     "name": "Trip Booking",
@@ -16,11 +17,69 @@ CITIES = {"LIS": "Lisbon", "OSL": "Oslo", "ATH": "Athens", "DUB": "Dublin", "VIE
 HOTEL_WORDS = ["Harbor", "Grand", "Old Town", "Central", "Garden", "Riverside", "Station", "Plaza", "Park"]
 DATE = {"type": "string", "pattern": "^2025-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$"}
 
+PARAMETERS = {'type': 'object',
+ 'properties': {'difficulty': {'type': 'integer',
+                               'minimum': 0,
+                               'maximum': 4,
+                               'default': 3,
+                               'description': '0: one flight a day, two hotels, one night, small prices, the '
+                                              'tool calls already made: add flight and night (loose answer '
+                                              'format); 1: two flights a day, three hotels, one or two '
+                                              'nights; 2: two or three flights, four hotels; 3: three to '
+                                              'five flights a day, six hotels, two to six nights (the '
+                                              'original); 4: eight to ten flights a day, twelve hotels per '
+                                              'city, up to fourteen nights'},
+                'flights_per_day': {'type': ['integer', 'null'],
+                                    'minimum': 1,
+                                    'maximum': 10,
+                                    'default': None,
+                                    'description': 'flights per route and day; null: set by difficulty'},
+                'hotels_per_city': {'type': ['integer', 'null'],
+                                    'minimum': 1,
+                                    'maximum': 9,
+                                    'default': None,
+                                    'description': 'hotels per city; null: set by difficulty'},
+                'max_turns': {'type': 'integer',
+                              'minimum': 1,
+                              'maximum': 100,
+                              'default': 12,
+                              'description': "agent steps allowed (never fewer than the reference solution's "
+                                             'steps plus one)'},
+                'loose_answer': {'type': ['boolean', 'null'],
+                                 'default': None,
+                                 'description': 'also accept the last number of a reply without \\\\boxed{} '
+                                                '(null: only at difficulty 0)'}}}
+
+#: difficulty -> (flights per route and day, hotels per city, nights, flight prices, nightly prices)
+LEVELS = {
+    0: ((1, 1), 2, (1, 1), (10, 40), (5, 40)),
+    1: ((2, 2), 3, (1, 2), (60, 600), (55, 420)),
+    2: ((2, 3), 4, (2, 4), (60, 600), (55, 420)),
+    3: ((3, 5), 6, (2, 6), (60, 600), (55, 420)),
+    4: ((8, 10), 9, (5, 14), (60, 600), (55, 420)),
+}
+
+
+def _loose_number(text):
+    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
+    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
+    if boxed:
+        return boxed.pop() if len(boxed) == 1 else None
+    found = re.findall(r"-?\d+", text)
+    return found[-1] if found and len(set(found)) <= 6 else None
+
 
 class TripBookingEnv(ToolUseBaseEnv):
     """Bookings are state: the answer only counts when exactly the right flight and hotel are booked."""
 
-    def __init__(self, max_turns=12, **kwargs):
+    def __init__(self, max_turns=12, difficulty=3, flights_per_day=None, hotels_per_city=None, loose_answer=None,
+                 **kwargs):
+        self.difficulty = difficulty
+        flights, hotels, self._nights_range, self._flight_prices, self._hotel_prices = LEVELS[difficulty]
+        self._flights_per = flights if flights_per_day is None else (flights_per_day, flights_per_day)
+        self._hotels_per = hotels if hotels_per_city is None else hotels_per_city
+        self._loose = difficulty == 0 if loose_answer is None else loose_answer
+        self._turns_asked = max_turns
         super().__init__(max_turns=max_turns, **kwargs)
 
     def reset(self, seed=None):
@@ -30,17 +89,17 @@ class TripBookingEnv(ToolUseBaseEnv):
         origin, dest = rng.sample(sorted(CITIES), 2)
         month, day = rng.randint(3, 10), rng.randint(2, 27)
         date = f"2025-{month:02d}-{day:02d}"
-        nights = rng.randint(2, 6)
+        nights = rng.randint(*self._nights_range)
         min_rating = rng.choice([3.5, 4.0, 4.5])
         flights = {}
         used = set()
         for d in (day - 1, day, day + 1):
             for route in ((origin, dest), (dest, origin)):
-                for _ in range(rng.randint(3, 5)):
+                for _ in range(rng.randint(*self._flights_per)):
                     fid = f"FL{rng.randint(100, 9999)}"
                     while fid in flights:
                         fid = f"FL{rng.randint(100, 9999)}"
-                    price = rng.randint(60, 600)
+                    price = rng.randint(*self._flight_prices)
                     while price in used:
                         price += 1
                     used.add(price)
@@ -49,9 +108,9 @@ class TripBookingEnv(ToolUseBaseEnv):
                                     "stops": rng.choice([0, 0, 1, 1, 2]), "price": price}
         hotels = {}
         for city in (origin, dest):
-            for word in rng.sample(HOTEL_WORDS, 6):
+            for word in rng.sample(HOTEL_WORDS, self._hotels_per):
                 hid = f"H-{rng.randint(1000, 9999)}"
-                price = rng.randint(55, 420)
+                price = rng.randint(*self._hotel_prices)
                 while price in used:
                     price += 1
                 used.add(price)
@@ -118,7 +177,31 @@ class TripBookingEnv(ToolUseBaseEnv):
             f"rated at least {min_rating}, checking in on {date}. Book nothing else. Then reply with "
             "<answer>total trip cost in EUR</answer> (flight plus every night)."
         )
+        if self.difficulty == 0:
+            obs += self._prefetched()
+        self._fit_turns()
         return obs, {}
+
+    def _fit_turns(self):
+        """Every episode allows at least the reference solution's steps plus one."""
+        self.max_turns = max(self._turns_asked, self.solution().count("<tool_call>") + 2)
+    def _prefetched(self):
+        """Difficulty 0: the reference tool calls already made (and applied), listed under the task."""
+        lines = []
+        for block in re.findall(r"<tool_call>(.*?)</tool_call>", self.solution(), re.S):
+            call = json.loads(block)
+            args = ", ".join(f"{k}={v!r}" for k, v in call["arguments"].items())
+            lines.append(f"  {call['name']}({args}) -> {getattr(self, 'tool_' + call['name'])(**call['arguments'])}")
+        return "\nThese tool calls were already made for you (with their results):\n" + "\n".join(lines)
+
+    def step(self, action):
+        text = str(action)
+        if self._loose and "<answer>" not in text and "<tool_call>" not in text:
+            got = _loose_number(text)  # difficulty 0 also takes a plain final number
+            if got is not None and self._check_answer(got):
+                self.turn_count += 1
+                return "Correct!", 1.0, True, False, {}
+        return super().step(action)
 
     def tool_search_flights(self, origin, destination, date):
         rows = sorted((v["depart"], f, v) for f, v in self._state["flights"].items()

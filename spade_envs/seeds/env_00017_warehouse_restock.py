@@ -2,6 +2,7 @@
 
 import json
 import random
+import re
 
 METADATA = {
     "name": "Warehouse Restock",
@@ -15,33 +16,86 @@ SITES = ["BER", "LYS", "OSL", "MAD", "GDN", "BRQ", "TLL", "RIX"]
 PRODUCTS = ["hex bolt M8", "steel hinge", "cable tie 30cm", "LED strip 5m", "drill bit 6mm", "wall plug",
             "pipe clamp", "wood screw 4x40", "duct tape", "washer M10", "spring latch", "glue cartridge"]
 
+PARAMETERS = {'type': 'object',
+ 'properties': {'difficulty': {'type': 'integer',
+                               'minimum': 0,
+                               'maximum': 4,
+                               'default': 3,
+                               'description': '0: two warehouses, a one-line order short of stock, the tool '
+                                              'calls already made: the units moved (loose answer format); 1: '
+                                              'three warehouses, two lines, one short; 2: three warehouses, '
+                                              'three lines, one or two short; 3: four warehouses, four '
+                                              'lines, two or three short (the original); 4: six warehouses, '
+                                              'eight lines, five to seven short'},
+                'num_lines': {'type': ['integer', 'null'],
+                              'minimum': 1,
+                              'maximum': 8,
+                              'default': None,
+                              'description': 'order lines (each may need a transfer); null: set by '
+                                             'difficulty'},
+                'max_turns': {'type': 'integer',
+                              'minimum': 1,
+                              'maximum': 100,
+                              'default': 16,
+                              'description': "agent steps allowed (never fewer than the reference solution's "
+                                             'steps plus one)'},
+                'loose_answer': {'type': ['boolean', 'null'],
+                                 'default': None,
+                                 'description': 'also accept the last number of a reply without \\\\boxed{} '
+                                                '(null: only at difficulty 0)'}}}
+
+#: difficulty -> (warehouses, products, order lines, short lines, quantities ordered)
+LEVELS = {
+    0: (2, 1, 1, (1, 1), (8, 40)),
+    1: (3, 3, 2, (1, 1), (20, 150)),
+    2: (3, 5, 3, (1, 2), (20, 150)),
+    3: (4, 7, 4, (2, 3), (20, 150)),
+    4: (6, 10, 8, (5, 7), (20, 150)),
+}
+
+
+def _loose_number(text):
+    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
+    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
+    if boxed:
+        return boxed.pop() if len(boxed) == 1 else None
+    found = re.findall(r"-?\d+", text)
+    return found[-1] if found and len(set(found)) <= 6 else None
+
 
 class WarehouseRestockEnv(ToolUseBaseEnv):
     """Win: the shipping site holds every order line, and the answer is the (minimal) units transferred."""
 
-    def __init__(self, max_turns=16, **kwargs):
+    def __init__(self, max_turns=16, difficulty=3, num_lines=None, loose_answer=None, **kwargs):
+        self.difficulty = difficulty
+        self._n_sites, self._n_products, lines, short, self._qty = LEVELS[difficulty]
+        self._n_lines = lines if num_lines is None else num_lines
+        self._n_products = max(self._n_products, self._n_lines)
+        self._short = short if num_lines is None else (1, max(1, num_lines - 1))
+        self._loose = difficulty == 0 if loose_answer is None else loose_answer
+        self._turns_asked = max_turns
         super().__init__(max_turns=max_turns, **kwargs)
 
     def reset(self, seed=None):
         rng = random.Random(seed)
         self.turn_count = 0
         self._call_history = []
-        sites = rng.sample(SITES, 4)
+        sites = rng.sample(SITES, self._n_sites)
         ship = sites[0]
         skus = {}
-        for name in rng.sample(PRODUCTS, 7):
+        for name in rng.sample(PRODUCTS, self._n_products):
             sku = f"SKU-{rng.randint(10000, 99999)}"
             while sku in skus:
                 sku = f"SKU-{rng.randint(10000, 99999)}"
             skus[sku] = name
-        order_skus = rng.sample(sorted(skus), 4)
+        order_skus = rng.sample(sorted(skus), self._n_lines)
         lines = {}
         stock = {}
-        short_lines = rng.sample(order_skus, rng.randint(2, 3))
+        short_lines = rng.sample(order_skus, min(self._n_lines, rng.randint(*self._short)))
         for sku in skus:
             stock[sku] = {s: rng.randint(0, 120) for s in sites}
         for sku in order_skus:
-            qty = rng.randint(20, 150)
+            qty = rng.randint(*self._qty)
             lines[sku] = qty
             if sku in short_lines:
                 stock[sku][ship] = rng.randint(0, qty - 5)
@@ -93,7 +147,31 @@ class WarehouseRestockEnv(ToolUseBaseEnv):
             "(alphabetically first on a tie), then from the next. Then reply with "
             "<answer>total units transferred</answer>."
         )
+        if self.difficulty == 0:
+            obs += self._prefetched()
+        self._fit_turns()
         return obs, {}
+
+    def _fit_turns(self):
+        """Every episode allows at least the reference solution's steps plus one."""
+        self.max_turns = max(self._turns_asked, self.solution().count("<tool_call>") + 2)
+    def _prefetched(self):
+        """Difficulty 0: the reference tool calls already made (and applied), listed under the task."""
+        lines = []
+        for block in re.findall(r"<tool_call>(.*?)</tool_call>", self.solution(), re.S):
+            call = json.loads(block)
+            args = ", ".join(f"{k}={v!r}" for k, v in call["arguments"].items())
+            lines.append(f"  {call['name']}({args}) -> {getattr(self, 'tool_' + call['name'])(**call['arguments'])}")
+        return "\nThese tool calls were already made for you (with their results):\n" + "\n".join(lines)
+
+    def step(self, action):
+        text = str(action)
+        if self._loose and "<answer>" not in text and "<tool_call>" not in text:
+            got = _loose_number(text)  # difficulty 0 also takes a plain final number
+            if got is not None and self._check_answer(got):
+                self.turn_count += 1
+                return "Correct!", 1.0, True, False, {}
+        return super().step(action)
 
     def tool_list_warehouses(self):
         return ", ".join(sorted(next(iter(self._state["stock"].values()))))

@@ -2,6 +2,7 @@
 
 import json
 import random
+import re
 
 METADATA = {
     "name": "Helpdesk Triage",
@@ -19,12 +20,56 @@ PRIORITIES = ["low", "normal", "high", "urgent"]
 PAGE = 5
 TICKET = {"type": "string", "pattern": "^TCK-[0-9]{4}$"}
 
+PARAMETERS = {'type': 'object',
+ 'properties': {'difficulty': {'type': 'integer',
+                               'minimum': 0,
+                               'maximum': 4,
+                               'default': 3,
+                               'description': '0: six tickets, one under the policy with few users, the tool '
+                                              'calls already made: report its users (loose answer format); '
+                                              '1: ten tickets, one or two under the policy; 2: twenty '
+                                              'tickets; 3: thirty-four tickets over pages, at least three '
+                                              'under the policy (the original); 4: eighty tickets, at least '
+                                              'six under the policy'},
+                'num_tickets': {'type': ['integer', 'null'],
+                                'minimum': 6,
+                                'maximum': 80,
+                                'default': None,
+                                'description': 'tickets in the queue; null: set by difficulty'},
+                'max_turns': {'type': 'integer',
+                              'minimum': 1,
+                              'maximum': 100,
+                              'default': 40,
+                              'description': "agent steps allowed (never fewer than the reference solution's "
+                                             'steps plus one)'},
+                'loose_answer': {'type': ['boolean', 'null'],
+                                 'default': None,
+                                 'description': 'also accept the last number of a reply without \\\\boxed{} '
+                                                '(null: only at difficulty 0)'}}}
+
+#: difficulty -> (tickets, tickets under the policy (at least; the warm-ups: at most), users per ticket)
+LEVELS = {0: (6, 1, (2, 60)), 1: (10, 2, (1, 400)), 2: (20, 2, (1, 400)), 3: (34, 3, (1, 400)), 4: (80, 6, (1, 400))}
+
+
+def _loose_number(text):
+    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
+    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
+    if boxed:
+        return boxed.pop() if len(boxed) == 1 else None
+    found = re.findall(r"-?\d+", text)
+    return found[-1] if found and len(set(found)) <= 6 else None
+
 
 class HelpdeskTriageEnv(ToolUseBaseEnv):
     """Win: every open high/urgent ticket of the product is assigned to its on-call agent, nothing else
     changed, and the answer is the total number of affected users of those tickets."""
 
-    def __init__(self, max_turns=40, **kwargs):
+    def __init__(self, max_turns=40, difficulty=3, num_tickets=None, loose_answer=None, **kwargs):
+        self.difficulty = difficulty
+        tickets, self._least_targets, self._users = LEVELS[difficulty]
+        self._n_tickets = tickets if num_tickets is None else num_tickets
+        self._loose = difficulty == 0 if loose_answer is None else loose_answer
+        self._turns_asked = max_turns
         super().__init__(max_turns=max_turns, **kwargs)
 
     def reset(self, seed=None):
@@ -41,18 +86,22 @@ class HelpdeskTriageEnv(ToolUseBaseEnv):
             for a in team:
                 agents[a] = {"team": p, "on_call": a == oncall}
         tickets = {}
-        numbers = rng.sample(range(1000, 10000), 34)
+        numbers = rng.sample(range(1000, 10000), self._n_tickets)
         for n in numbers:
             p = product if rng.random() < 0.45 else rng.choice(products[1:])
             tickets[f"TCK-{n}"] = {
                 "product": p, "priority": rng.choice(PRIORITIES), "status": rng.choice(["open", "open", "pending", "closed"]),
-                "subject": rng.choice(SUBJECTS), "users_affected": rng.randint(1, 400),
+                "subject": rng.choice(SUBJECTS), "users_affected": rng.randint(*self._users),
                 "assignee": rng.choice([None, None] + [a for a, v in agents.items() if v["team"] == p]),
             }
+        if not any(v["product"] == product for v in tickets.values()):  # small queues: one ticket at least
+            tickets[min(tickets)]["product"] = product
         targets = sorted(t for t, v in tickets.items() if v["product"] == product and v["status"] == "open"
                          and v["priority"] in ("high", "urgent"))
         extra = [t for t, v in tickets.items() if v["product"] == product and t not in targets]
-        while len(targets) < 3 and extra:  # make sure the task has substance
+        while len(targets) > self._least_targets and self.difficulty < 2:  # the warm-ups: few policy tickets
+            tickets[targets.pop()]["status"] = "closed"
+        while len(targets) < self._least_targets and extra:  # make sure the task has substance
             t = extra.pop()
             tickets[t].update(status="open", priority=rng.choice(["high", "urgent"]))
             targets = sorted(targets + [t])
@@ -100,7 +149,31 @@ class HelpdeskTriageEnv(ToolUseBaseEnv):
             "to the team's on-call agent (leave all other tickets untouched). Do it, then reply with "
             "<answer>total number of affected users across the tickets that fall under the policy</answer>."
         )
+        if self.difficulty == 0:
+            obs += self._prefetched()
+        self._fit_turns()
         return obs, {}
+
+    def _fit_turns(self):
+        """Every episode allows at least the reference solution's steps plus one."""
+        self.max_turns = max(self._turns_asked, self.solution().count("<tool_call>") + 2)
+    def _prefetched(self):
+        """Difficulty 0: the reference tool calls already made (and applied), listed under the task."""
+        lines = []
+        for block in re.findall(r"<tool_call>(.*?)</tool_call>", self.solution(), re.S):
+            call = json.loads(block)
+            args = ", ".join(f"{k}={v!r}" for k, v in call["arguments"].items())
+            lines.append(f"  {call['name']}({args}) -> {getattr(self, 'tool_' + call['name'])(**call['arguments'])}")
+        return "\nThese tool calls were already made for you (with their results):\n" + "\n".join(lines)
+
+    def step(self, action):
+        text = str(action)
+        if self._loose and "<answer>" not in text and "<tool_call>" not in text:
+            got = _loose_number(text)  # difficulty 0 also takes a plain final number
+            if got is not None and self._check_answer(got):
+                self.turn_count += 1
+                return "Correct!", 1.0, True, False, {}
+        return super().step(action)
 
     def tool_search_tickets(self, product, page, status="any"):
         rows = sorted((t for t, v in self._state["tickets"].items()

@@ -2,6 +2,7 @@
 
 import json
 import random
+import re
 
 METADATA = {
     "name": "Stop-Loss Trader",
@@ -18,23 +19,60 @@ SYMBOLS = ["ACME", "BOLT", "CRUX", "DYNA", "ELMO", "FIZZ", "GRIT", "HALO", "IONX
 def _usd(cents):
     return f"{cents // 100}.{cents % 100:02d}"
 
+PARAMETERS = {'type': 'object',
+ 'properties': {'difficulty': {'type': 'integer',
+                               'minimum': 0,
+                               'maximum': 4,
+                               'default': 3,
+                               'description': '0: two positions (both past the stop), no commission, the '
+                                              'lookups already made (orders left to do); 1: two positions; '
+                                              '2: four positions; 3: six positions with a commission (the '
+                                              'original); 4: ten positions'},
+                'num_positions': {'type': ['integer', 'null'],
+                                  'minimum': 2,
+                                  'maximum': 10,
+                                  'default': None,
+                                  'description': 'positions held; null: set by difficulty'},
+                'max_turns': {'type': 'integer',
+                              'minimum': 1,
+                              'maximum': 100,
+                              'default': 24,
+                              'description': "agent steps allowed (never fewer than the reference solution's "
+                                             'steps plus one)'}}}
+
+#: difficulty -> positions held
+LEVELS = {0: 2, 1: 2, 2: 4, 3: 6, 4: 10}
+
+
+def _loose_number(text):
+    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
+    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
+    if boxed:
+        return boxed.pop() if len(boxed) == 1 else None
+    found = re.findall(r"-?\d+", text)
+    return found[-1] if found and len(set(found)) <= 6 else None
+
 
 class StopLossTraderEnv(ToolUseBaseEnv):
     """Money is kept in integer cents; every order pays a flat commission."""
 
-    def __init__(self, max_turns=24, **kwargs):
+    def __init__(self, max_turns=24, difficulty=3, num_positions=None, loose_answer=None, **kwargs):
+        self.difficulty = difficulty
+        self._n_positions = LEVELS[difficulty] if num_positions is None else num_positions
+        self._loose = False  # the answer is an amount with cents: always in <answer>
+        self._turns_asked = max_turns
         super().__init__(max_turns=max_turns, **kwargs)
 
     def reset(self, seed=None):
         rng = random.Random(seed)
         self.turn_count = 0
         self._call_history = []
-        symbols = rng.sample(SYMBOLS, 7)
+        symbols = rng.sample(SYMBOLS, self._n_positions + 1)
         threshold = rng.choice([8, 10, 12, 15])
-        self._commission = rng.choice([0, 199, 495, 999])
+        self._commission = rng.choice([0, 199, 495, 999]) if self.difficulty else 0
         holdings, quotes = {}, {}
         losers = 0
-        for i, sym in enumerate(symbols[:6]):
+        for i, sym in enumerate(symbols[:-1]):
             cost = rng.randint(1500, 40000)
             # a clear loser, a clear keeper, never a borderline case
             lose = i < 2 or (i > 2 and rng.random() < 0.4)
@@ -42,7 +80,7 @@ class StopLossTraderEnv(ToolUseBaseEnv):
             losers += lose
             holdings[sym] = {"shares": rng.randint(3, 120), "avg_cost": cost}
             quotes[sym] = max(100, cost * (100 - pct) // 100)
-        target = symbols[6]
+        target = symbols[-1]
         quotes[target] = rng.randint(2000, 60000)
         self._target, self._threshold = target, threshold
         self._state = {"cash": rng.randint(0, 500000), "holdings": holdings, "quotes": quotes}
@@ -82,7 +120,33 @@ class StopLossTraderEnv(ToolUseBaseEnv):
             f"as many whole shares of {target} as possible in a single order.' Execute it and reply with "
             "<answer>cash left in USD, dollars and cents</answer>."
         )
+        if self.difficulty == 0:
+            obs += self._prefetched()
+        self._fit_turns()
         return obs, {}
+
+    def _fit_turns(self):
+        """Every episode allows at least the reference solution's steps plus one."""
+        self.max_turns = max(self._turns_asked, self.solution().count("<tool_call>") + 2)
+    def _prefetched(self):
+        """Difficulty 0: the reference tool calls already made (and applied), listed under the task."""
+        lines = []
+        for block in re.findall(r"<tool_call>(.*?)</tool_call>", self.solution(), re.S):
+            call = json.loads(block)
+            if call["name"] == "place_order":
+                continue  # the orders (and with them the answer) are left to the agent
+            args = ", ".join(f"{k}={v!r}" for k, v in call["arguments"].items())
+            lines.append(f"  {call['name']}({args}) -> {getattr(self, 'tool_' + call['name'])(**call['arguments'])}")
+        return "\nThese tool calls were already made for you (with their results):\n" + "\n".join(lines)
+
+    def step(self, action):
+        text = str(action)
+        if self._loose and "<answer>" not in text and "<tool_call>" not in text:
+            got = _loose_number(text)  # difficulty 0 also takes a plain final number
+            if got is not None and self._check_answer(got):
+                self.turn_count += 1
+                return "Correct!", 1.0, True, False, {}
+        return super().step(action)
 
     def tool_get_account(self):
         return f"cash={_usd(self._state['cash'])} USD, commission per order={_usd(self._commission)} USD"
@@ -123,7 +187,7 @@ class StopLossTraderEnv(ToolUseBaseEnv):
     def _check_answer(self, answer):
         st = self._state
         sold = all(s not in st["holdings"] for s in self._sell)
-        kept = len(st["holdings"]) == 6 - len(self._sell) + (self._buy > 0)
+        kept = len(st["holdings"]) == self._n_positions - len(self._sell) + (self._buy > 0)
         bought = self._buy == 0 or st["holdings"].get(self._target, {}).get("shares") == self._buy
         return sold and kept and bought and st["cash"] == self._final_cash and super()._check_answer(answer)
 

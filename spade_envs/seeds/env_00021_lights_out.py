@@ -10,24 +10,70 @@ METADATA = {
     "tags": ["multi-step game", "spatial reasoning", "logical deduction", "puzzle"],
 }
 
+
+PARAMETERS = {'type': 'object',
+ 'properties': {'difficulty': {'type': 'integer',
+                               'minimum': 0,
+                               'maximum': 4,
+                               'default': 3,
+                               'description': '0: one hidden press made a plus of five lights: press its '
+                                              'centre (loose answer format: the last two numbers of a '
+                                              'reply); 1: two or three presses; 2: three or four; 3: four to '
+                                              'seven presses, six or more lights on (the original); 4: nine '
+                                              'to twelve presses, twelve or more lights on'},
+                'num_presses': {'type': ['integer', 'null'],
+                                'minimum': 1,
+                                'maximum': 12,
+                                'default': None,
+                                'description': 'presses that made the pattern; null: set by difficulty'},
+                'max_turns': {'type': ['integer', 'null'],
+                              'minimum': 1,
+                              'maximum': 60,
+                              'default': None,
+                              'description': 'presses allowed; null: the presses needed plus four'},
+                'loose_answer': {'type': ['boolean', 'null'],
+                                 'default': None,
+                                 'description': 'also accept the last number of a reply without \\\\boxed{} '
+                                                '(null: only at difficulty 0)'}}}
+
+#: difficulty -> (presses that made the pattern, least lights on)
+LEVELS = {0: ((1, 1), 5), 1: ((2, 3), 4), 2: ((3, 4), 5), 3: ((4, 7), 6), 4: ((9, 12), 12)}
+
 SIZE = 5
+
+def _loose_number(text):
+    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
+    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
+    if boxed:
+        return boxed.pop() if len(boxed) == 1 else None
+    found = re.findall(r"-?\d+", text)
+    return found[-1] if found and len(set(found)) <= 6 else None
 
 
 class LightsOutEnv:
     """One press per step as ``\\boxed{row,col}`` (1-based). Win: all lights off within the budget."""
 
-    def __init__(self, max_turns=None, **kwargs):
+    def __init__(self, max_turns=None, difficulty=3, num_presses=None, loose_answer=None, **kwargs):
         self._max_turns_arg = max_turns
+        self.difficulty = difficulty
+        presses, self._least_lit = LEVELS[difficulty]
+        self._presses_range = presses if num_presses is None else (num_presses, num_presses)
+        if num_presses is not None:
+            self._least_lit = min(self._least_lit, 3)
+        self._loose = difficulty == 0 if loose_answer is None else loose_answer
         self.reset()
 
     def reset(self, seed=None):
         rng = random.Random(seed)
         while True:
-            presses = set(rng.sample([(r, c) for r in range(SIZE) for c in range(SIZE)], rng.randint(4, 7)))
+            cells = [(r, c) for r in range(SIZE) for c in range(SIZE)]
+            if self.difficulty == 0:
+                cells = [(r, c) for r, c in cells if 0 < r < SIZE - 1 and 0 < c < SIZE - 1]
+            presses = set(rng.sample(cells, rng.randint(*self._presses_range)))
             board = [[0] * SIZE for _ in range(SIZE)]
             for r, c in presses:
                 self._toggle(board, r, c)
-            if sum(map(sum, board)) >= 6:
+            if sum(map(sum, board)) >= self._least_lit:
                 break
         self._board = board
         self._needed = presses  # pressing exactly these (in any order) clears the board
@@ -59,6 +105,10 @@ class LightsOutEnv:
         self._turn += 1
         truncated = self._turn >= self.max_turns
         m = re.search(r"\\boxed\{\s*(\d+)\s*[, ]\s*(\d+)\s*\}", str(action))
+        if self._loose and not m and "\\boxed" not in str(action):
+            found = re.findall(r"\d+", str(action))
+            if 2 <= len(found) <= 6:
+                m = re.match(r"(\d+),(\d+)$", ",".join(found[-2:]))
         if not m:
             return ("Invalid action: press a cell with \\boxed{row,col}, two numbers from 1 to 5.", 0.0, False, truncated,
                     {"invalid": True})

@@ -11,6 +11,37 @@ METADATA = {
     "tags": ["multi-step game", "spatial reasoning", "exploration", "partial observability", "memory"],
 }
 
+
+PARAMETERS = {'type': 'object',
+ 'properties': {'difficulty': {'type': 'integer',
+                               'minimum': 0,
+                               'maximum': 4,
+                               'default': 3,
+                               'description': '0: a 2x2 maze with the exit one move away (loose answer '
+                                              'format: a direction letter or word); 1: 3x3, exit two to four '
+                                              'moves away; 2: 4x5, five to ten moves; 3: 6-8 x 6-8, twelve '
+                                              'to forty moves (the original); 4: 12-14 x 12-14, forty to '
+                                              'eighty moves'},
+                'size': {'type': ['integer', 'null'],
+                         'minimum': 2,
+                         'maximum': 14,
+                         'default': None,
+                         'description': 'rows and columns of the maze; null: set by difficulty'},
+                'max_turns': {'type': 'integer',
+                              'minimum': 1,
+                              'maximum': 200,
+                              'default': 90,
+                              'description': 'moves allowed (never fewer than the shortest way out plus '
+                                             'one)'},
+                'loose_answer': {'type': ['boolean', 'null'],
+                                 'default': None,
+                                 'description': 'also accept the last number of a reply without \\\\boxed{} '
+                                                '(null: only at difficulty 0)'}}}
+
+#: difficulty -> (rows, columns, nearest and farthest exit in moves)
+LEVELS = {0: ((2, 2), (2, 2), 1, 1), 1: ((3, 3), (3, 3), 2, 4), 2: ((4, 4), (5, 5), 5, 10), 3: ((6, 8), (6, 8), 12, 40),
+          4: ((12, 14), (12, 14), 40, 80)}
+
 MOVES = {"N": (-1, 0), "S": (1, 0), "E": (0, 1), "W": (0, -1)}
 WORDS = {"NORTH": "N", "SOUTH": "S", "EAST": "E", "WEST": "W", "UP": "N", "DOWN": "S", "RIGHT": "E", "LEFT": "W"}
 
@@ -18,13 +49,17 @@ WORDS = {"NORTH": "N", "SOUTH": "S", "EAST": "E", "WEST": "W", "UP": "N", "DOWN"
 class FogMazeEnv:
     """One move per step as ``\\boxed{N|S|E|W}``. Win: standing on the exit before the step budget runs out."""
 
-    def __init__(self, max_turns=90, **kwargs):
-        self.max_turns = max_turns
+    def __init__(self, max_turns=90, difficulty=3, size=None, loose_answer=None, **kwargs):
+        self._turns_asked = self.max_turns = max_turns
+        self.difficulty = difficulty
+        rows, cols, self._near, self._far = LEVELS[difficulty]
+        self._rows, self._cols = (rows, cols) if size is None else ((size, size), (size, size))
+        self._loose = difficulty == 0 if loose_answer is None else loose_answer
         self.reset()
 
     def reset(self, seed=None):
         rng = random.Random(seed)
-        self._h, self._w = rng.randint(6, 8), rng.randint(6, 8)
+        self._h, self._w = rng.randint(*self._rows), rng.randint(*self._cols)
         self._open = {(r, c): set() for r in range(self._h) for c in range(self._w)}
         # depth-first carving gives a perfect maze; a few extra openings add loops
         start = (rng.randrange(self._h), rng.randrange(self._w))
@@ -46,8 +81,9 @@ class FogMazeEnv:
             if self._neighbour(cell, d) in self._open:
                 self._link(cell, d)
         dist = self._distances(start)
-        far = sorted(cell for cell, n in dist.items() if 12 <= n <= 40)
+        far = sorted(cell for cell, n in dist.items() if self._near <= n <= self._far)
         self._exit = rng.choice(far) if far else max(dist, key=lambda k: (dist[k], k))
+        self.max_turns = max(self._turns_asked, dist[self._exit] + 1)
         self._pos = start
         self._turn = 0
         self._done = False
@@ -87,6 +123,10 @@ class FogMazeEnv:
         self._turn += 1
         truncated = self._turn >= self.max_turns
         m = re.search(r"\\boxed\{\s*([A-Za-z]+)\s*\}", str(action))
+        if self._loose and not m and "\\boxed" not in str(action):
+            named = re.findall(r"\b(north|south|east|west|N|S|E|W)\b", str(action), re.IGNORECASE)
+            if named and len(named) <= 4:
+                m = re.match(r"(\w)", named[-1].upper())
         d = m.group(1).upper() if m else ""
         d = WORDS.get(d, d)
         if d not in MOVES:

@@ -10,27 +10,63 @@ METADATA = {
     "tags": ["multi-step game", "optimization", "spatial reasoning", "planning", "recursion"],
 }
 
+
+PARAMETERS = {'type': 'object',
+ 'properties': {'difficulty': {'type': 'integer',
+                               'minimum': 0,
+                               'maximum': 4,
+                               'default': 3,
+                               'description': "0: one disk, one move (loose answer format: 'B to C' in a "
+                                              'reply); 1: two disks, two or three moves; 2: three disks, '
+                                              'three to seven moves; 3: four to six disks, seven to '
+                                              'forty-five moves (the original); 4: seven or eight disks, '
+                                              'sixty to two hundred moves, one spare move'},
+                'num_disks': {'type': ['integer', 'null'],
+                              'minimum': 1,
+                              'maximum': 8,
+                              'default': None,
+                              'description': 'disks; null: set by difficulty'},
+                'max_turns': {'type': ['integer', 'null'],
+                              'minimum': 1,
+                              'maximum': 300,
+                              'default': None,
+                              'description': 'moves allowed; null: the stated move limit'},
+                'loose_answer': {'type': ['boolean', 'null'],
+                                 'default': None,
+                                 'description': 'also accept the last number of a reply without \\\\boxed{} '
+                                                '(null: only at difficulty 0)'}}}
+
+#: difficulty -> (disks, fewest and most optimal moves, spare moves allowed)
+LEVELS = {0: ((1, 1), 1, 1, [1, 2]), 1: ((2, 2), 2, 3, [1, 2]), 2: ((3, 3), 3, 7, [1, 2, 3]),
+          3: ((4, 6), 7, 45, [1, 2, 3]), 4: ((7, 8), 60, 200, [1])}
+
 PEGS = "ABC"
 
 
 class HanoiRestackEnv:
     """One move per step as ``\\boxed{A->C}``. Win: all disks on the target peg within the move limit."""
 
-    def __init__(self, max_turns=None, **kwargs):
+    def __init__(self, max_turns=None, difficulty=3, num_disks=None, loose_answer=None, **kwargs):
         self._max_turns_arg = max_turns
+        self.difficulty = difficulty
+        disks, self._least, self._most, self._slack = LEVELS[difficulty]
+        self._disks = disks if num_disks is None else (num_disks, num_disks)
+        if num_disks is not None:
+            self._least, self._most = 1, 2 ** num_disks
+        self._loose = difficulty == 0 if loose_answer is None else loose_answer
         self.reset()
 
     def reset(self, seed=None):
         rng = random.Random(seed)
-        self._n = rng.randint(4, 6)
+        self._n = rng.randint(*self._disks)
         self._target = rng.choice(PEGS)
         while True:
             # _where[d] is the peg of disk d (1 = smallest); any assignment is a legal position
             self._where = {d: rng.choice(PEGS) for d in range(1, self._n + 1)}
             optimum = len(self._plan())
-            if 7 <= optimum <= 45:
+            if self._least <= optimum <= self._most:
                 break
-        self._limit = optimum + rng.choice([1, 2, 3])
+        self._limit = optimum + rng.choice(self._slack)
         self.max_turns = self._max_turns_arg or self._limit
         self._moves = 0
         self._done = False
@@ -82,6 +118,9 @@ class HanoiRestackEnv:
         left = self._limit - self._moves
         out_of_moves = self._moves >= self.max_turns or left <= 0
         m = re.search(r"\\boxed\{\s*([A-Ca-c])\s*(?:->|→|-|to|,|\s)\s*([A-Ca-c])\s*\}", str(action))
+        if self._loose and not m and "\\boxed" not in str(action):
+            found = list(re.finditer(r"\b([ABC])\s*(?:->|→|-|to)\s*(?:peg\s*)?([ABC])\b", str(action)))
+            m = found[-1] if 1 <= len(found) <= 3 else None
         if not m:
             self._done = out_of_moves
             text = f"Invalid action: write a move as \\boxed{{X->Y}} (take from peg X, put on peg Y). {left} moves left."

@@ -12,21 +12,70 @@ METADATA = {
 }
 
 
+PARAMETERS = {'type': 'object',
+ 'properties': {'difficulty': {'type': 'integer',
+                               'minimum': 0,
+                               'maximum': 4,
+                               'default': 3,
+                               'description': '0: one heap of at most k stones: take it all (loose answer '
+                                              'format: a plain number is a count from heap 1); 1: one heap '
+                                              'of up to twelve; 2: two heaps of two to six; 3: two to four '
+                                              'heaps of two to nine, k from 3 to 5 (the original); 4: five '
+                                              'to seven heaps of five to thirty, k from 5 to 9'},
+                'num_heaps': {'type': ['integer', 'null'],
+                              'minimum': 1,
+                              'maximum': 7,
+                              'default': None,
+                              'description': 'heaps; null: set by difficulty'},
+                'max_invalid': {'type': 'integer',
+                                'minimum': 0,
+                                'maximum': 10,
+                                'default': 2,
+                                'description': 'invalid moves a player may make before losing'},
+                'loose_answer': {'type': ['boolean', 'null'],
+                                 'default': None,
+                                 'description': 'also accept the last number of a reply without \\\\boxed{} '
+                                                '(null: only at difficulty 0)'},
+                'max_turns': {'type': ['integer', 'null'], 'minimum': 20, 'maximum': 400, 'default': None,
+                              'description': 'moves (both players, valid or not) before a draw; null: 60 (200 at difficulty 4)'}}}
+
+#: difficulty -> (heaps, stones per heap, choices of k)
+LEVELS = {0: ((1, 1), (2, 5), [3, 4, 5]), 1: ((1, 1), (4, 12), [3, 4]), 2: ((2, 2), (2, 6), [3, 4]),
+          3: ((2, 4), (2, 9), [3, 4, 5]), 4: ((5, 7), (5, 30), [5, 6, 7, 8, 9])}
+
+
+def _loose_number(text):
+    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
+    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
+    if boxed:
+        return boxed.pop() if len(boxed) == 1 else None
+    found = re.findall(r"-?\d+", text)
+    return found[-1] if found and len(set(found)) <= 6 else None
+
+
 class NimDuelEnv:
     """Normal-play subtraction Nim: 2-4 heaps, at most ``k`` stones per move (seeded)."""
 
     num_players = 2
     simultaneous = False
 
-    def __init__(self, max_turns=60, max_invalid=2, **kwargs):
-        self.max_turns = max_turns
+    def __init__(self, max_turns=None, max_invalid=2, difficulty=3, num_heaps=None, loose_answer=None, **kwargs):
+        self.max_turns = max_turns or (200 if difficulty == 4 else 60)
         self.max_invalid = max_invalid
+        self.difficulty = difficulty
+        heaps, self._sizes, self._ks = LEVELS[difficulty]
+        self._n_heaps = heaps if num_heaps is None else (num_heaps, num_heaps)
+        self._loose = difficulty == 0 if loose_answer is None else loose_answer
         self.reset()
 
     def reset(self, seed=None):
         rng = random.Random(seed)
-        self._heaps = [rng.randint(2, 9) for _ in range(rng.randint(2, 4))]
-        self._k = rng.choice([3, 4, 5])
+        if self.difficulty == 0:  # the warm-up: one move takes the whole heap
+            self._k = rng.choice(self._ks)
+            self._heaps = [rng.randint(2, self._k) for _ in range(rng.randint(*self._n_heaps))]
+        else:
+            self._heaps = [rng.randint(*self._sizes) for _ in range(rng.randint(*self._n_heaps))]
+            self._k = rng.choice(self._ks)
         self._player = 0
         self._turn = 0
         self._invalid = [0, 0]
@@ -55,6 +104,10 @@ class NimDuelEnv:
 
     def _parse(self, action):
         m = re.search(r"\\boxed\{\s*(\d+)\s*[, ]\s*(\d+)\s*\}", str(action))
+        if not m and self._loose and len(self._heaps) == 1:
+            count = _loose_number(str(action))
+            if count is not None and count.isdigit():
+                m = re.match(r"(\d+) (\d+)$", f"1 {count}")
         if not m:
             return None, "write your move as \\boxed{HEAP COUNT}"
         heap, count = int(m.group(1)), int(m.group(2))

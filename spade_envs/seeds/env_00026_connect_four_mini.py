@@ -11,6 +11,44 @@ METADATA = {
     "num_players": 2,
 }
 
+
+PARAMETERS = {'type': 'object',
+ 'properties': {'difficulty': {'type': 'integer',
+                               'minimum': 0,
+                               'maximum': 4,
+                               'default': 3,
+                               'description': '0: connect three on a 3x3 board (loose answer format: a plain '
+                                              'column number); 1: connect three on 4x4; 2: connect three on '
+                                              '5x4; 3: connect four on 6x5 with one to three blocked cells '
+                                              '(the original); 4: connect five on 8x7 with up to five '
+                                              'blocked cells'},
+                'max_invalid': {'type': 'integer',
+                                'minimum': 0,
+                                'maximum': 10,
+                                'default': 2,
+                                'description': 'invalid moves a player may make before losing'},
+                'max_turns': {'type': 'integer',
+                              'minimum': 20,
+                              'maximum': 200,
+                              'default': 60,
+                              'description': 'moves (both players, valid or not) before a draw'},
+                'loose_answer': {'type': ['boolean', 'null'],
+                                 'default': None,
+                                 'description': 'also accept the last number of a reply without \\\\boxed{} '
+                                                '(null: only at difficulty 0)'}}}
+
+#: difficulty -> (columns, rows, stones in a row to win, blocked cells)
+LEVELS = {0: (3, 3, 3, (0, 0)), 1: (4, 4, 3, (0, 1)), 2: (5, 4, 3, (1, 2)), 3: (6, 5, 4, (1, 3)), 4: (8, 7, 5, (2, 5))}
+
+
+def _loose_number(text):
+    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
+    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
+    if boxed:
+        return boxed.pop() if len(boxed) == 1 else None
+    found = re.findall(r"-?\d+", text)
+    return found[-1] if found and len(set(found)) <= 6 else None
+
 COLS, ROWS, NEED = 6, 5, 4
 MARKS = ("X", "O")
 
@@ -21,16 +59,19 @@ class ConnectFourMiniEnv:
     num_players = 2
     simultaneous = False
 
-    def __init__(self, max_turns=60, max_invalid=2, **kwargs):
+    def __init__(self, max_turns=60, max_invalid=2, difficulty=3, loose_answer=None, **kwargs):
         self.max_turns = max_turns
         self.max_invalid = max_invalid
+        self.difficulty = difficulty
+        self._cols, self._rows, self._need, self._blocked = LEVELS[difficulty]
+        self._loose = difficulty == 0 if loose_answer is None else loose_answer
         self.reset()
 
     def reset(self, seed=None):
         rng = random.Random(seed)
-        self._grid = [["." for _ in range(COLS)] for _ in range(ROWS)]  # row 0 is the bottom
-        for _ in range(rng.randint(1, 3)):
-            self._drop(rng.randrange(COLS), "#")
+        self._grid = [["." for _ in range(self._cols)] for _ in range(self._rows)]  # row 0 is the bottom
+        for _ in range(rng.randint(*self._blocked)):
+            self._drop(rng.randrange(self._cols), "#")
         self._player = 0
         self._turn = 0
         self._invalid = [0, 0]
@@ -39,48 +80,48 @@ class ConnectFourMiniEnv:
         return self.observe(0), {}
 
     def _height(self, col):
-        for r in range(ROWS):
+        for r in range(self._rows):
             if self._grid[r][col] == ".":
                 return r
-        return ROWS
+        return self._rows
 
     def _drop(self, col, mark):
         r = self._height(col)
-        if r < ROWS:
+        if r < self._rows:
             self._grid[r][col] = mark
         return r
 
     def _wins_at(self, r, c, mark):
-        """True when the stone at (r, c) completes a line of NEED for ``mark``."""
+        """True when the stone at (r, c) completes a line of ``self._need`` for ``mark``."""
         g = self._grid
         for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
             run = 1
             for sign in (1, -1):
                 y, x = r + sign * dr, c + sign * dc
-                while 0 <= y < ROWS and 0 <= x < COLS and g[y][x] == mark:
+                while 0 <= y < self._rows and 0 <= x < self._cols and g[y][x] == mark:
                     run += 1
                     y, x = y + sign * dr, x + sign * dc
-            if run >= NEED:
+            if run >= self._need:
                 return True
         return False
 
     def _open_cols(self):
-        return [c for c in range(COLS) if self._height(c) < ROWS]
+        return [c for c in range(self._cols) if self._height(c) < self._rows]
 
     # -- views -----------------------------------------------------------------------
     def current_player(self):
         return self._player
 
     def observe(self, player):
-        rows = "\n".join(" ".join(self._grid[r]) for r in range(ROWS - 1, -1, -1))
+        rows = "\n".join(" ".join(self._grid[r]) for r in range(self._rows - 1, -1, -1))
         status = "The game is over." if self._done else (
             "It is your turn." if player == self._player else f"Player {self._player} is to move.")
         return (
-            f"Connect Four on a {COLS}x{ROWS} board. You are Player {player} ({MARKS[player]}). "
-            f"Stones fall to the lowest free cell of a column; '#' cells are blocked. {NEED} in a row "
+            f"Connect Four on a {self._cols}x{self._rows} board. You are Player {player} ({MARKS[player]}). "
+            f"Stones fall to the lowest free cell of a column; '#' cells are blocked. {self._need} in a row "
             "(across, up or diagonal) wins.\n"
-            f"{rows}\n" + " ".join(str(c + 1) for c in range(COLS)) + "\n"
-            f"Last: {self._last}\n{status}\nMove with \\boxed{{COLUMN}} (1-{COLS})."
+            f"{rows}\n" + " ".join(str(c + 1) for c in range(self._cols)) + "\n"
+            f"Last: {self._last}\n{status}\nMove with \\boxed{{COLUMN}} (1-{self._cols})."
         )
 
     # -- moves -----------------------------------------------------------------------
@@ -93,6 +134,9 @@ class ConnectFourMiniEnv:
         p = self._player
         self._turn += 1
         m = re.search(r"\\boxed\{\s*(\d+)\s*\}", str(action))
+        if not m and self._loose and "\\boxed" not in str(action):
+            col = _loose_number(str(action))
+            m = re.match(r"(\d+)$", col) if col is not None else None
         col = int(m.group(1)) - 1 if m else -1
         rewards = [0.0, 0.0]
         if col not in self._open_cols():
@@ -103,13 +147,13 @@ class ConnectFourMiniEnv:
                 rewards = [1.0, 1.0]
                 rewards[p] = -1.0
                 return self.observe(p), rewards, True, False, {"winner": 1 - p}
-            self._last = f"Player {p} tried an invalid move (choose an open column 1-{COLS}) and must move again."
+            self._last = f"Player {p} tried an invalid move (choose an open column 1-{self._cols}) and must move again."
         else:
             row = self._drop(col, MARKS[p])
             self._last = f"Player {p} dropped into column {col + 1}."
             if self._wins_at(row, col, MARKS[p]):
                 self._done = True
-                self._last += f" Player {p} connects {NEED} and wins."
+                self._last += f" Player {p} connects {self._need} and wins."
                 rewards = [-1.0, -1.0]
                 rewards[p] = 1.0
                 return self.observe(p), rewards, True, False, {"winner": p}
@@ -135,9 +179,9 @@ class ConnectFourMiniEnv:
         r = self._height(col)
         score = 0
         for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
-            for k in range(NEED):
-                cells = [(r + (i - k) * dr, col + (i - k) * dc) for i in range(NEED)]
-                if all(0 <= y < ROWS and 0 <= x < COLS and self._grid[y][x] in (".", mark) for y, x in cells):
+            for k in range(self._need):
+                cells = [(r + (i - k) * dr, col + (i - k) * dc) for i in range(self._need)]
+                if all(0 <= y < self._rows and 0 <= x < self._cols and self._grid[y][x] in (".", mark) for y, x in cells):
                     score += 1 + sum(self._grid[y][x] == mark for y, x in cells)
         return score
 
@@ -155,7 +199,7 @@ class ConnectFourMiniEnv:
             r = self._drop(c, me)
             gives = any(self._wins_after(c2, other) for c2 in self._open_cols())
             self._grid[r][c] = "."
-            return (-100 if gives else 0) + self._potential(c, me) + self._potential(c, other) - abs(2 * c - (COLS - 1))
+            return (-100 if gives else 0) + self._potential(c, me) + self._potential(c, other) - abs(2 * c - (self._cols - 1))
 
         best = max(cols, key=lambda c: (value(c), -c))
         return f"\\boxed{{{best + 1}}}"

@@ -12,20 +12,64 @@ METADATA = {
 }
 
 
+PARAMETERS = {'type': 'object',
+ 'properties': {'difficulty': {'type': 'integer',
+                               'minimum': 0,
+                               'maximum': 4,
+                               'default': 3,
+                               'description': '0: secrets from 1 to 4 (loose answer format: a plain number); '
+                                              '1: up to 8 or 10; 2: up to 15 or 20; 3: up to 31, 40, 50 or '
+                                              '63 (the original); 4: up to 500 or 1000'},
+                'top': {'type': ['integer', 'null'],
+                        'minimum': 4,
+                        'maximum': 1000,
+                        'default': None,
+                        'description': 'largest secret number; null: set by difficulty'},
+                'max_invalid': {'type': 'integer',
+                                'minimum': 0,
+                                'maximum': 10,
+                                'default': 2,
+                                'description': 'invalid moves a player may make before losing'},
+                'max_turns': {'type': 'integer',
+                              'minimum': 40,
+                              'maximum': 200,
+                              'default': 40,
+                              'description': 'moves (both players, valid or not) before a draw'},
+                'loose_answer': {'type': ['boolean', 'null'],
+                                 'default': None,
+                                 'description': 'also accept the last number of a reply without \\\\boxed{} '
+                                                '(null: only at difficulty 0)'}}}
+
+#: difficulty -> choices of the largest secret number
+LEVELS = {0: [4], 1: [8, 10], 2: [15, 20], 3: [31, 40, 50, 63], 4: [500, 1000]}
+
+
+def _loose_number(text):
+    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
+    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
+    if boxed:
+        return boxed.pop() if len(boxed) == 1 else None
+    found = re.findall(r"-?\d+", text)
+    return found[-1] if found and len(set(found)) <= 6 else None
+
+
 class NumberDuelEnv:
     """First to name the opponent's secret number wins; answers say 'higher' or 'lower'."""
 
     num_players = 2
     simultaneous = False
 
-    def __init__(self, max_turns=40, max_invalid=2, **kwargs):
+    def __init__(self, max_turns=40, max_invalid=2, difficulty=3, top=None, loose_answer=None, **kwargs):
         self.max_turns = max_turns
         self.max_invalid = max_invalid
+        self.difficulty = difficulty
+        self._tops = LEVELS[difficulty] if top is None else [top]
+        self._loose = difficulty == 0 if loose_answer is None else loose_answer
         self.reset()
 
     def reset(self, seed=None):
         rng = random.Random(seed)
-        self._top = rng.choice([31, 40, 50, 63])
+        self._top = rng.choice(self._tops)
         self._secret = [rng.randint(1, self._top), rng.randint(1, self._top)]
         self._log = [[], []]  # log[p]: (guess, answer) of p's guesses at the opponent's number
         self._player = 0
@@ -63,6 +107,9 @@ class NumberDuelEnv:
         p = self._player
         self._turn += 1
         m = re.search(r"\\boxed\{\s*(\d+)\s*\}", str(action))
+        if not m and self._loose and "\\boxed" not in str(action):
+            guess = _loose_number(str(action))
+            m = re.match(r"(\d+)$", guess) if guess is not None else None
         rewards = [0.0, 0.0]
         if not m or not 1 <= int(m.group(1)) <= self._top:
             self._invalid[p] += 1

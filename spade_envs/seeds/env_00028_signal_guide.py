@@ -11,6 +11,44 @@ METADATA = {
     "num_players": 2,
 }
 
+
+PARAMETERS = {'type': 'object',
+ 'properties': {'difficulty': {'type': 'integer',
+                               'minimum': 0,
+                               'maximum': 4,
+                               'default': 3,
+                               'description': "0: a 2x2 field (loose answer format: a direction or 'dig' in "
+                                              'a plain reply); 1: 3x3; 2: 4x4; 3: 5x5 to 7x7 (the original); '
+                                              '4: 10x10 or 12x12'},
+                'size': {'type': ['integer', 'null'],
+                         'minimum': 2,
+                         'maximum': 12,
+                         'default': None,
+                         'description': 'side of the field; null: set by difficulty'},
+                'max_invalid': {'type': 'integer',
+                                'minimum': 0,
+                                'maximum': 10,
+                                'default': 2,
+                                'description': 'invalid moves a player may make before the team loses'},
+                'max_wrong_digs': {'type': 'integer',
+                                   'minimum': 0,
+                                   'maximum': 10,
+                                   'default': 2,
+                                   'description': 'wrong digs allowed'},
+                'max_turns': {'type': ['integer', 'null'],
+                              'minimum': 48,
+                              'maximum': 300,
+                              'default': None,
+                              'description': 'moves (both players) before the game is lost; null: 48 (120 at '
+                                             'difficulty 4)'},
+                'loose_answer': {'type': ['boolean', 'null'],
+                                 'default': None,
+                                 'description': 'also accept the last number of a reply without \\\\boxed{} '
+                                                '(null: only at difficulty 0)'}}}
+
+#: difficulty -> choices of the field's side
+LEVELS = {0: [2], 1: [3], 2: [4], 3: [5, 6, 7], 4: [10, 12]}
+
 MOVES = {"N": (0, 1), "S": (0, -1), "E": (1, 0), "W": (-1, 0)}
 
 
@@ -21,15 +59,19 @@ class SignalGuideEnv:
     num_players = 2
     simultaneous = False
 
-    def __init__(self, max_turns=48, max_invalid=2, max_wrong_digs=2, **kwargs):
-        self.max_turns = max_turns
+    def __init__(self, max_turns=None, max_invalid=2, max_wrong_digs=2, difficulty=3, size=None, loose_answer=None,
+                 **kwargs):
+        self.max_turns = max_turns or (120 if difficulty == 4 else 48)
+        self.difficulty = difficulty
+        self._sizes = LEVELS[difficulty] if size is None else [size]
+        self._loose = difficulty == 0 if loose_answer is None else loose_answer
         self.max_invalid = max_invalid
         self.max_wrong_digs = max_wrong_digs
         self.reset()
 
     def reset(self, seed=None):
         rng = random.Random(seed)
-        self._size = rng.choice([5, 6, 7])
+        self._size = rng.choice(self._sizes)
         cells = [(x, y) for x in range(self._size) for y in range(self._size)]
         self._treasure, self._pos = rng.sample(cells, 2)
         self._signals = []
@@ -78,6 +120,10 @@ class SignalGuideEnv:
         p = self._player
         self._turn += 1
         m = re.search(r"\\boxed\{\s*(N|S|E|W|DIG)\s*\}", str(action), re.IGNORECASE)
+        if not m and self._loose and "\\boxed" not in str(action):
+            named = re.findall(r"\b(north|south|east|west|dig|N|S|E|W|DIG)\b", str(action), re.IGNORECASE)
+            if named and len(named) <= 4:
+                m = re.match(r"(DIG|\w)", named[-1].upper())
         if not m:
             self._invalid[p] += 1
             self._last = f"Player {p} sent an invalid action (use \\boxed{{N|S|E|W|DIG}})."

@@ -12,6 +12,33 @@ METADATA = {
     "num_players": 2,
 }
 
+
+PARAMETERS = {'type': 'object',
+ 'properties': {'difficulty': {'type': 'integer',
+                               'minimum': 0,
+                               'maximum': 4,
+                               'default': 2,
+                               'description': '0: one die each; 1: two dice each; 2: three dice each (the original); '
+                                              '3: five dice each; 4: six dice each'},
+                'num_dice': {'type': ['integer', 'null'],
+                             'minimum': 1,
+                             'maximum': 6,
+                             'default': None,
+                             'description': 'hidden dice per player; null: set by difficulty'},
+                'max_invalid': {'type': 'integer',
+                                'minimum': 0,
+                                'maximum': 10,
+                                'default': 2,
+                                'description': 'invalid moves a player may make before losing'},
+                'max_turns': {'type': 'integer',
+                              'minimum': 20,
+                              'maximum': 200,
+                              'default': 40,
+                              'description': 'moves (both players, valid or not) before a draw'}}}
+
+#: difficulty -> hidden dice per player
+LEVELS = {0: 1, 1: 2, 2: 3, 3: 5, 4: 6}
+
 DICE = 3
 
 
@@ -23,14 +50,16 @@ class BluffDiceEnv:
     num_players = 2
     simultaneous = False
 
-    def __init__(self, max_turns=40, max_invalid=2, **kwargs):
+    def __init__(self, max_turns=40, max_invalid=2, difficulty=2, num_dice=None, **kwargs):
         self.max_turns = max_turns
         self.max_invalid = max_invalid
+        self.difficulty = difficulty
+        self._ndice = LEVELS[difficulty] if num_dice is None else num_dice
         self.reset()
 
     def reset(self, seed=None):
         rng = random.Random(seed)
-        self._dice = [sorted(rng.randint(1, 6) for _ in range(DICE)) for _ in range(2)]
+        self._dice = [sorted(rng.randint(1, 6) for _ in range(self._ndice)) for _ in range(2)]
         self._bids = []  # (player, quantity, face)
         self._player = 0
         self._turn = 0
@@ -49,8 +78,8 @@ class BluffDiceEnv:
         status = "The game is over." if self._done else (
             "It is your turn." if player == self._player else f"Player {self._player} is to move.")
         return (
-            f"Bluff dice. You are Player {player}. Each player has {DICE} hidden dice. A bid 'Q F' claims at least "
-            f"Q of all {2 * DICE} dice show face F (ones are not wild). Raise the bid (larger Q, or same Q and larger F) "
+            f"Bluff dice. You are Player {player}. Each player has {self._ndice} hidden dice. A bid 'Q F' claims at least "
+            f"Q of all {2 * self._ndice} dice show face F (ones are not wild). Raise the bid (larger Q, or same Q and larger F) "
             "or call the last bid a lie; when called, a true bid makes the caller lose, a false one the bidder.\n"
             f"Your dice: {' '.join(map(str, self._dice[player]))}.\nBids: {bids}.\n{self._reveal}"
             f"Last: {self._last}\n{status}\nAct with \\boxed{{Q F}} (e.g. \\boxed{{2 5}}) or \\boxed{{liar}}."
@@ -59,7 +88,7 @@ class BluffDiceEnv:
     # -- moves -----------------------------------------------------------------------
     def _raises(self):
         q0, f0 = (self._bids[-1][1], self._bids[-1][2]) if self._bids else (0, 6)
-        return [(q, f) for q in range(max(1, q0), 2 * DICE + 1) for f in range(1, 7) if (q, f) > (q0, f0)]
+        return [(q, f) for q in range(max(1, q0), 2 * self._ndice + 1) for f in range(1, 7) if (q, f) > (q0, f0)]
 
     def legal_actions(self, player=None):
         acts = [f"\\boxed{{{q} {f}}}" for q, f in self._raises()]
@@ -108,7 +137,7 @@ class BluffDiceEnv:
         need = q - sum(d == f for d in self._dice[player])
         if need <= 0:
             return 1.0
-        return sum(math.comb(DICE, k) * (1 / 6) ** k * (5 / 6) ** (DICE - k) for k in range(need, DICE + 1))
+        return sum(math.comb(self._ndice, k) * (1 / 6) ** k * (5 / 6) ** (self._ndice - k) for k in range(need, self._ndice + 1))
 
     def scripted_action(self, player=None):
         p = self._player

@@ -11,6 +11,31 @@ METADATA = {
     "num_players": 2,
 }
 
+
+PARAMETERS = {'type': 'object',
+ 'properties': {'difficulty': {'type': 'integer',
+                               'minimum': 0,
+                               'maximum': 4,
+                               'default': 3,
+                               'description': '0: one round, three soldiers (loose answer format: the last '
+                                              'three numbers of a plain reply); 1: one round, four or five '
+                                              'soldiers; 2: two rounds, five to seven; 3: three rounds, six '
+                                              'to ten soldiers (the original); 4: five rounds, twenty to '
+                                              'thirty soldiers'},
+                'rounds': {'type': ['integer', 'null'],
+                           'minimum': 1,
+                           'maximum': 9,
+                           'default': None,
+                           'description': 'rounds (simultaneous moves); null: set by difficulty (3 at the '
+                                          'default)'},
+                'loose_answer': {'type': ['boolean', 'null'],
+                                 'default': None,
+                                 'description': 'also accept the last number of a reply without \\\\boxed{} '
+                                                '(null: only at difficulty 0)'}}}
+
+#: difficulty -> (rounds, soldiers)
+LEVELS = {0: (1, (3, 3)), 1: (1, (4, 5)), 2: (2, (5, 7)), 3: (3, (6, 10)), 4: (5, (20, 30))}
+
 FIELDS = 3
 
 
@@ -22,14 +47,17 @@ class ColonelBlottoEnv:
     num_players = 2
     simultaneous = True
 
-    def __init__(self, rounds=3, **kwargs):
-        self.rounds = rounds
+    def __init__(self, rounds=None, difficulty=3, loose_answer=None, **kwargs):
+        level_rounds, self._troops_range = LEVELS[difficulty]
+        self.difficulty = difficulty
+        self.rounds = rounds = level_rounds if rounds is None else rounds
+        self._loose = difficulty == 0 if loose_answer is None else loose_answer
         self.max_turns = rounds
         self.reset()
 
     def reset(self, seed=None):
         rng = random.Random(seed)
-        self._troops = rng.randint(6, 10)
+        self._troops = rng.randint(*self._troops_range)
         self._values = [[rng.randint(1, 5) for _ in range(FIELDS)] for _ in range(self.rounds)]
         self._history = []  # (alloc0, alloc1, winner or None)
         self._score = [0, 0]
@@ -66,6 +94,10 @@ class ColonelBlottoEnv:
 
     def _parse(self, action):
         m = re.search(r"\\boxed\{\s*(\d+)[\s,]+(\d+)[\s,]+(\d+)\s*\}", str(action))
+        if not m and self._loose and "\\boxed" not in str(action):
+            found = re.findall(r"\d+", str(action))
+            if 3 <= len(found) <= 8:
+                m = re.match(r"(\d+) (\d+) (\d+)$", " ".join(found[-3:]))
         if not m:
             return None
         alloc = [int(g) for g in m.groups()]
