@@ -79,11 +79,27 @@ class ShardedBackend:
     def __getattr__(self, item: str) -> Any:
         return getattr(self.inner, item)
 
+    @property
+    def supports_json_schema(self) -> bool:
+        from ..designer.params_mode import supports_json_schema
+
+        return supports_json_schema(self.inner)
+
     def chat(self, conversations: list[list[dict]], **kw: Any) -> list[Any]:
         size, rank = world(self.acc)
         if kw.get("seed") is not None:
             kw = dict(kw, seed=int(kw["seed"]) + rank * 1_000_003)
-        return map_sharded(self.acc, conversations, lambda part: self.inner.chat(part, **kw) if part else [])
+        per_item = {k: v for k, v in kw.items() if k in ("tools", "json_schema") and isinstance(v, list)}
+        common = {k: v for k, v in kw.items() if k not in per_item}
+        items = [(c, {k: v[i] for k, v in per_item.items()}) for i, c in enumerate(conversations)]
+
+        def part_chat(part: list[Any]) -> list[Any]:
+            if not part:
+                return []
+            extra = {k: [x[1][k] for x in part] for k in per_item}
+            return self.inner.chat([x[0] for x in part], **common, **extra)
+
+        return map_sharded(self.acc, items, part_chat)
 
     def generate(self, prompts: list[list[int]], **kw: Any) -> list[Any]:
         size, rank = world(self.acc)

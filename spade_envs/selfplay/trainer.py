@@ -130,13 +130,15 @@ class SelfPlayTrainer:
     # -- designer -------------------------------------------------------------------------
     def _behaviour_logprobs(self, p: Proposal) -> list[float]:
         """Sampling-time logprobs of a completion: the backend's when it is the policy and
-        reported them, else teacher-forced under the current weights (never zeros)."""
+        reported them, else teacher-forced under the current (= sampling-time) weights."""
         from .trl_bridge import teacher_forced_logps
 
         n = self.config.designer_max_new_tokens
         ids = p.completion_ids[:n]
         lps = p.logprobs[:n]
-        if self.scripted or len(lps) != len(ids) or (ids and not any(lps)):
+        # constrained decoding (params mode) samples from a masked distribution: score the
+        # completion under the unconstrained policy, as the loss does
+        if self.scripted or p.mode == "params" or len(lps) != len(ids) or (ids and not any(lps)):
             lps = teacher_forced_logps(self.grpo, p.prompt_ids, ids)
         return lps
 
