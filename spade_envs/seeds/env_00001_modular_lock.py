@@ -27,7 +27,7 @@ PARAMETERS = {
             "type": ["boolean", "null"], "default": None,
             "description": "also accept the last number of a reply without \\boxed{} (null: only at difficulty 0)",
         },
-        "max_turns": {"type": "integer", "minimum": 1, "maximum": 20, "default": 3, "description": "answers allowed"},
+        "max_turns": {"type": "integer", "minimum": 2, "maximum": 20, "default": 3, "description": "answers allowed"},
     },
 }
 

@@ -37,7 +37,7 @@ PARAMETERS = {'type': 'object',
                                  'description': 'also accept the last number of a reply without \\\\boxed{} '
                                                 '(null: only at difficulty 0)'},
                 'max_turns': {'type': 'integer',
-                              'minimum': 1,
+                              'minimum': 2,
                               'maximum': 40,
                               'default': 4,
                               'description': 'agent turns allowed'}}}

@@ -39,7 +39,7 @@ PARAMETERS = {'type': 'object',
                                  'description': 'also accept the last number of a reply without \\\\boxed{} '
                                                 '(null: only at difficulty 0)'},
                 'max_turns': {'type': 'integer',
-                              'minimum': 1,
+                              'minimum': 2,
                               'maximum': 40,
                               'default': 2,
                               'description': 'agent turns allowed'}}}

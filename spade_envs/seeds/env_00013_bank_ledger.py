@@ -43,7 +43,7 @@ PARAMETERS = {'type': 'object',
                                  'default': None,
                                  'description': 'also accept the last number of a reply without \\\\boxed{} '
                                                 '(null: only at difficulty 0)'},
-                'max_turns': {'type': 'integer', 'minimum': 1, 'maximum': 100, 'default': 16,
+                'max_turns': {'type': 'integer', 'minimum': 2, 'maximum': 100, 'default': 16,
                       'description': "agent steps allowed (never fewer than the reference solution's steps plus one)"}}}
 
 #: difficulty -> (customers, the asker's accounts, others' accounts, pending amounts per account, balances)

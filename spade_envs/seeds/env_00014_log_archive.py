@@ -33,7 +33,7 @@ PARAMETERS = {'type': 'object',
                                  'default': None,
                                  'description': 'service folders under the project; null: set by difficulty'},
                 'max_turns': {'type': 'integer',
-                              'minimum': 1,
+                              'minimum': 2,
                               'maximum': 100,
                               'default': 45,
                               'description': "agent steps allowed (never fewer than the reference solution's "

@@ -43,7 +43,7 @@ PARAMETERS = {'type': 'object',
                                  'default': None,
                                  'description': 'channels; null: set by difficulty'},
                 'max_turns': {'type': 'integer',
-                              'minimum': 1,
+                              'minimum': 2,
                               'maximum': 100,
                               'default': 16,
                               'description': "agent steps allowed (never fewer than the reference solution's "

@@ -40,7 +40,7 @@ PARAMETERS = {'type': 'object',
                                     'default': None,
                                     'description': 'hotels per city; null: set by difficulty'},
                 'max_turns': {'type': 'integer',
-                              'minimum': 1,
+                              'minimum': 2,
                               'maximum': 100,
                               'default': 12,
                               'description': "agent steps allowed (never fewer than the reference solution's "

@@ -37,7 +37,7 @@ PARAMETERS = {'type': 'object',
                                 'default': None,
                                 'description': 'tickets in the queue; null: set by difficulty'},
                 'max_turns': {'type': 'integer',
-                              'minimum': 1,
+                              'minimum': 2,
                               'maximum': 100,
                               'default': 40,
                               'description': "agent steps allowed (never fewer than the reference solution's "

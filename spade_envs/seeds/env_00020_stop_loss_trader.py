@@ -34,7 +34,7 @@ PARAMETERS = {'type': 'object',
                                   'default': None,
                                   'description': 'positions held; null: set by difficulty'},
                 'max_turns': {'type': 'integer',
-                              'minimum': 1,
+                              'minimum': 2,
                               'maximum': 100,
                               'default': 24,
                               'description': "agent steps allowed (never fewer than the reference solution's "

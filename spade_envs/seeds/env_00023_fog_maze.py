@@ -28,7 +28,7 @@ PARAMETERS = {'type': 'object',
                          'default': None,
                          'description': 'rows and columns of the maze; null: set by difficulty'},
                 'max_turns': {'type': 'integer',
-                              'minimum': 1,
+                              'minimum': 2,
                               'maximum': 200,
                               'default': 90,
                               'description': 'moves allowed (never fewer than the shortest way out plus '

@@ -70,12 +70,10 @@ class NimDuelEnv:
 
     def reset(self, seed=None):
         rng = random.Random(seed)
-        if self.difficulty == 0:  # the warm-up: one move takes the whole heap
-            self._k = rng.choice(self._ks)
-            self._heaps = [rng.randint(2, self._k) for _ in range(rng.randint(*self._n_heaps))]
-        else:
-            self._heaps = [rng.randint(*self._sizes) for _ in range(rng.randint(*self._n_heaps))]
-            self._k = rng.choice(self._ks)
+        first_k = rng.choice(self._ks) if self.difficulty == 0 else None  # the warm-up: one move takes a heap
+        self._heaps = [rng.randint(2, first_k) if first_k else rng.randint(*self._sizes)
+                       for _ in range(rng.randint(*self._n_heaps))]
+        self._k = first_k or rng.choice(self._ks)
         self._player = 0
         self._turn = 0
         self._invalid = [0, 0]

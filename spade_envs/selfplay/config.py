@@ -120,7 +120,7 @@ class SelfPlayConfig:
     replay_min_priority: float = 0.05  #: floor so unscored / zero-regret envs still get picked
     include_seeds: bool = True  #: start the replay buffer with the train split of the seed suite
     seed_levels: str = "default"  #: seeds at their defaults, at the "easiest" difficulty level, or every "ladder" level
-    seed_games: bool = True  #: include multi-step / multi-agent seed games in the replay buffer
+    seed_games: bool = True  #: include the multi-agent seed games (vs their built-in opponent) in the replay buffer
 
     # -- logging ------------------------------------------------------------------------------
     tensorboard: bool = True  #: write TensorBoard logs when tensorboard is installed

@@ -34,6 +34,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 TARGET_DELTA = 0.10
+#: the bench's training settings on top of the preset: the agent's learning is what is
+#: measured, so the designer works in params mode only (cheap on CPU) and the agent
+#: takes larger steps over more environments per round
+BENCH_OVERRIDES = dict(params_share=1.0, designer_prompts=1, designer_group_size=2, envs_per_round=6,
+                       agent_group_size=4, hint_plays=1, learning_rate=5e-5)
 EPISODE_SEED0 = 70_000  #: held-out episode seeds start here (away from acceptance/training seeds)
 
 
@@ -147,7 +152,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         return {k: v for k, v in run_learning_bench(
             out_dir=out, model="tiny-random", preset="cpu-tiny", heldout_episodes=8, train_budget_s=0, rounds=1,
             max_turns=1, max_new_tokens=4, overrides={"tensorboard": False}, say=say).items() if k != "bench"}
-    result = run_learning_bench(out_dir=out, model=env.get("SPADE_BENCH_MODEL", "default"),
+    result = run_learning_bench(out_dir=out, model=env.get("SPADE_BENCH_MODEL", "default"), overrides=BENCH_OVERRIDES,
                                 heldout_episodes=int(env.get("SPADE_BENCH_EPISODES", "96")),
                                 train_budget_s=float(env.get("SPADE_BENCH_TRAIN_S", "600")), say=say)
     return {k: v for k, v in result.items() if k != "bench"}

@@ -112,7 +112,7 @@ class SelfPlayTrainer:
         mode = self.config.seed_levels
         for rec in seed_records():
             eid = str(rec.env_id)
-            if is_heldout(eid) or (not self.config.seed_games and "multi" in (rec.skill or "")):
+            if is_heldout(eid) or (not self.config.seed_games and "multi-agent" in (rec.skill or "")):
                 continue
             levels = levels_of(rec.source)
             chosen = {"default": [{}], "easiest": levels[:1], "ladder": levels}[mode]
