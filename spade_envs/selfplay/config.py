@@ -243,10 +243,10 @@ PRESETS: dict[str, dict[str, Any]] = {
     # the packaged SmolLM2-135M on 2 CPU cores (the main job): seeds at their easiest
     # level so the agent wins some plays, mostly params-mode design (a 135M model cannot
     # write a program that passes acceptance, but it can pick a variant)
-    "cpu-smol": dict(model="default", learning_rate=2e-5, rounds=2, agent_max_new_tokens=48, max_turns=2,
+    "cpu-smol": dict(model="default", learning_rate=5e-5, rounds=2, agent_max_new_tokens=48, max_turns=2,
                      designer_max_new_tokens=256, envs_per_round=4, agent_group_size=4, hint_plays=2,
-                     designer_prompts=2, designer_group_size=2, params_share=0.75, seed_levels="easiest",
-                     seed_games=False, micro_batch_size=8, max_context=1536, model_hints=False),
+                     designer_prompts=3, designer_group_size=2, params_share=0.67, seed_levels="easiest",
+                     seed_games=False, micro_batch_size=8, max_context=1536, model_hints=False, reward_mode="blend"),
     "gpu-tiny": dict(use_vllm=True, vllm_mode="colocate", vllm_gpu_memory_utilization=0.2, rounds=3,
                      learning_rate=1e-3, agent_group_size=4, hint_plays=2, envs_per_round=4,
                      agent_max_new_tokens=64, designer_max_new_tokens=256, designer_group_size=4,

@@ -26,6 +26,7 @@ class Registrar:
         self.pending: list[dict] = []
         self.generations: list[int] = []
         self._round_gen: dict[int, int] = {}
+        self.variants_new = 0  #: variants registered since the last :meth:`register` report
         from ..registry.catalog import seed_records
 
         self._seed_ids = {str(rec.env_id) for rec in seed_records()}
@@ -107,13 +108,16 @@ class Registrar:
         eid, new = dist.on_main(self.tr.acc, write)
         if new:
             self._note(gen)
+            self.variants_new += 1
         return eid, new
 
     def register(self, round_no: int) -> dict[str, Any]:
         """Register the pending programs as one generation; rekey ledger and buffer."""
         tr = self.tr
+        variants, self.variants_new = self.variants_new, 0
         if not self.pending:
-            return {"registered": 0, "registered_new": 0}
+            return {"registered": variants, "registered_new": variants, "registered_variants": variants,
+                    "generation": self._round_gen.get(round_no)}
         gen = self.generation_of(round_no)
         designer_model = getattr(tr.designer.backend, "name", tr.config.model)
         items = [{
@@ -143,7 +147,9 @@ class Registrar:
                 tr.ledger.rekey(p["key"], eid)
             tr.buffer.rekey(p["key"], eid)
         self.pending = []
-        out: dict[str, Any] = {"registered": len(results), "registered_new": new, "generation": gen}
+        new += variants
+        out: dict[str, Any] = {"registered": len(results) + variants, "registered_new": new,
+                               "registered_variants": variants, "generation": gen}
         if new:
             self._note(gen)
         if tr.config.push_to_hub and new:
