@@ -93,6 +93,7 @@ class SelfPlayTrainer:
         self.hint_cache: dict[str, list[float]] = {}  # hint_once: the hinted returns, made once
         self.plays: dict[str, dict[str, list[float]]] = {}  # actual returns per environment key
         self.estimates: dict[str, dict] = {}
+        self._records: dict[str, tuple[str, dict]] = {}
         self.round = 0  # next round to run
         if config.include_seeds:
             self._add_seeds()
@@ -193,8 +194,25 @@ class SelfPlayTrainer:
         return props
 
     # -- playing ---------------------------------------------------------------------------
+    def _store_record(self, env_id: str) -> tuple[str, dict] | None:
+        """``(source, kwargs)`` of a registry entry of THIS run's store (a variant's are its
+        root program and fixed point), so plays never depend on the process's default
+        registry; None for seeds (the agent loop resolves them itself)."""
+        if env_id in self.registrar._seed_ids:
+            return None
+        if env_id not in self._records:
+            rec = self.registry.get(env_id)
+            self._records[env_id] = (rec.source, dict(getattr(rec, "params", None) or {}))
+        return self._records[env_id]
+
     def _task_prompt(self, entry: ReplayEntry, seed: int, hint: bool) -> str:
         key = entry.key
+        stored = self._store_record(entry.env_id) if entry.env_id and entry.source is None else None
+        if stored is not None:
+            src_key = f"rec:{entry.env_id}"
+            self.rollout.sources[src_key] = stored[0]
+            return agent_prompt(entry.env_id, seed, hint=hint, max_turns=self.config.max_turns, source_key=src_key,
+                                kwargs={**stored[1], **entry.kwargs})
         if entry.source is not None:
             src_key = f"{key}:hint" if hint and key in self.hint_sources else key
             self.rollout.sources[key] = entry.source
