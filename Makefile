@@ -9,6 +9,9 @@ STAMP := $(VENV)/.spade-installed
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml Makefile
+	# the sandbox's seccomp layer loads libseccomp (pyseccomp binds it); a no-op when present or not root
+	@if ! ldconfig -p 2>/dev/null | grep -q libseccomp.so.2 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get install -y -q libseccomp2; fi
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	# torch first, so nothing pulls a multi-GB CUDA build

@@ -19,7 +19,7 @@ from .api import PlayTask
 
 
 def _tasks(n: int, max_turns: int) -> list[PlayTask]:
-    from ..multiplayer import is_multiplayer
+    from ..games import is_multiplayer
     from ..registry.catalog import seed_records
 
     ids = [rec.env_id.base for rec in seed_records() if not is_multiplayer(rec)]

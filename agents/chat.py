@@ -1,5 +1,8 @@
 r"""Prompt building: the system prompt, tools, and the chat template.
 
+The texts come from :mod:`spade_envs.prompts` (what ``env.unwrapped.messages()`` returns),
+so the rollout loop, the TRL adapter and the OpenEnv server prompt alike.
+
 - Tools travel through the tokenizer's chat template (``tools=``) when the template
   supports tools (it mentions ``tools``); otherwise :func:`fallback_system_prompt` lists
   the specs in the system prompt and explains ``<tool_call>{json}</tool_call>`` and
@@ -19,23 +22,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-SYSTEM_PROMPT = (
-    "You are an agent acting in an interactive environment. Each of your replies is one "
-    "action that the environment executes; it answers with an observation. Think briefly, "
-    "then act. Work towards solving the task in as few turns as possible."
-)
-
-TEXT_ACTIONS = (
-    "Give a final answer as \\boxed{answer}. When the task has several steps, reply with "
-    "one step per turn in the format the environment asks for."
-)
-
-TOOL_ACTIONS = (
-    "To call a tool, reply with\n"
-    '<tool_call>{"name": "TOOL_NAME", "arguments": {...}}</tool_call>\n'
-    "using exactly one of the tools below and arguments that match its JSON schema. "
-    "When you know the final answer, reply with <answer>your answer</answer>."
-)
+# the prompt texts live with the environment (one source for eval, TRL and OpenEnv)
+from ..prompts import SYSTEM_PROMPT, TEXT_ACTIONS, TOOL_ACTIONS, opening_messages, system_prompt  # noqa: E402,F401
 
 
 def template_supports_tools(tokenizer: Any) -> bool:
@@ -49,24 +37,18 @@ def template_supports_tools(tokenizer: Any) -> bool:
 def fallback_system_prompt(tools: list[dict] | None, base: str = SYSTEM_PROMPT) -> str:
     """The system prompt for templates without tool support: the tool specs as JSON and
     the ``<tool_call>``/``<answer>`` conventions (or ``\\boxed{}`` when there are no tools)."""
-    if not tools:
-        return f"{base}\n\n{TEXT_ACTIONS}"
-    specs = "\n".join(json.dumps(t, ensure_ascii=False, sort_keys=True) for t in tools)
-    return f"{base}\n\n{TOOL_ACTIONS}\n\nTools:\n{specs}"
+    return system_prompt(tools, native_tools=False, base=base)
 
 
 def native_system_prompt(tools: list[dict] | None, base: str = SYSTEM_PROMPT) -> str:
     """The system prompt when the template renders tools itself."""
-    if not tools:
-        return f"{base}\n\n{TEXT_ACTIONS}"
-    return f"{base}\n\nUse the tools offered to you. When you know the final answer, reply with <answer>your answer</answer>."
+    return system_prompt(tools, native_tools=True, base=base)
 
 
 def initial_messages(observation: str, tools: list[dict] | None, *, native_tools: bool,
                      system_prompt: str = SYSTEM_PROMPT) -> list[dict]:
-    """``[system, user(observation)]`` for a fresh episode."""
-    system = native_system_prompt(tools, system_prompt) if native_tools else fallback_system_prompt(tools, system_prompt)
-    return [{"role": "system", "content": system}, {"role": "user", "content": observation}]
+    """``[system, user(observation)]`` for a fresh episode (:func:`spade_envs.prompts.opening_messages`)."""
+    return opening_messages(observation, tools, native_tools=native_tools, base=system_prompt)
 
 
 def add_hint(observation: str, hint: str | None) -> str:

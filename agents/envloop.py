@@ -5,7 +5,9 @@ choice of runtime follow the Gymnasium surface: registered seeds run in-process 
 ``sandbox=True``; a task's ``source`` is untrusted and runs through ``get_runtime()``
 (the sandbox) unless ``trust_remote_code=True``. Steps of many environments are grouped
 by runtime and sent through ``EnvRuntime.step_batch`` (one round trip per runtime for a
-sandbox), and a failing environment ends only its own episode.
+sandbox; :func:`spade_envs.gym_env.step_many`), and a failing environment ends only its
+own episode. The opening messages of an episode come from the environment
+(``SpadeEnv.messages``), like every other surface's.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ class StepOutcome:
 def open_env(task: PlayTask, *, sandbox: bool = False, trust_remote_code: bool = False):
     """A :class:`SpadeEnv` for ``task`` (not yet reset)."""
     from ..gym_env import SpadeEnv
-    from ..runtime import get_runtime
+    from ..trust import get_runtime
 
     runtime = get_runtime() if sandbox and not trust_remote_code else None
     params = dict(getattr(task, "kwargs", None) or {})
@@ -55,28 +57,22 @@ def start(task: PlayTask, **options: Any) -> tuple[Any, str, dict, str | None]:
 
 
 def step_batch(envs: list[Any], actions: list[str]) -> list[StepOutcome]:
-    """Step every env with its action; batched per runtime through ``step_batch``."""
+    """Step every env with its action. :class:`SpadeEnv` steps go through
+    :func:`spade_envs.gym_env.step_many` (batched per runtime through ``step_batch``, with
+    the same ``info`` as ``env.step``: ``turn``, ``terminated_by``/``truncated_by``)."""
+    from ..gym_env import SpadeEnv, step_many
+
     outcomes: list[StepOutcome | None] = [None] * len(envs)
-    groups: dict[int, tuple[Any, list[int]]] = {}
+    spade = [i for i, env in enumerate(envs) if isinstance(env, SpadeEnv)]
     for i, env in enumerate(envs):
-        runtime = getattr(env, "_runtime", None)
-        session = getattr(env, "_session", None)
-        if runtime is None or session is None:  # not a SpadeEnv: step it directly
+        if i not in set(spade):
             outcomes[i] = _direct_step(env, actions[i])
-            continue
-        groups.setdefault(id(runtime), (runtime, []))[1].append(i)
-    for runtime, idx in groups.values():
-        results = runtime.step_batch([(envs[i]._session, str(actions[i])) for i in idx])
-        for i, result in zip(idx, results):
-            if isinstance(result, SpadeError):
-                kind = getattr(result, "kind", None) or getattr(result, "stage", "error")
-                outcomes[i] = StepOutcome(
-                    f"Environment error ({kind}): {result}", 0.0, False, True,
-                    {"error": str(result), "verdict": kind}, error=f"{kind}: {result}",
-                )
-            else:
-                obs, reward, terminated, truncated, info = result
-                outcomes[i] = StepOutcome(obs, float(reward), bool(terminated), bool(truncated), dict(info))
+    results = step_many([envs[i] for i in spade], [str(actions[i]) for i in spade])
+    for i, (obs, reward, terminated, truncated, info) in zip(spade, results):
+        error = info.get("error")
+        if error is not None and info.get("verdict"):
+            error = f"{info['verdict']}: {error}"
+        outcomes[i] = StepOutcome(obs, float(reward), bool(terminated), bool(truncated), dict(info), error=error)
     return [o for o in outcomes if o is not None]
 
 

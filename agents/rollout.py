@@ -107,7 +107,11 @@ class LLMAgent(Agent):
                 bar.update(1)
                 continue
             tools = list(info.get("tools") or [])
-            messages = chat.initial_messages(obs, tools, native_tools=self.native_tools, system_prompt=self.system_prompt)
+            if hasattr(env, "messages"):  # the environment's own opening (one prompt for every surface)
+                messages = env.messages(native_tools=self.native_tools, system_prompt=self.system_prompt)
+            else:
+                messages = chat.initial_messages(obs, tools, native_tools=self.native_tools,
+                                                 system_prompt=self.system_prompt)
             live = _Live(task=task, env=env, tools=tools, messages=messages, environment_s=spent)
             if self.token_level:
                 text = chat.render(self.backend.tokenizer, messages, tools, add_generation_prompt=True)

@@ -46,7 +46,7 @@ class HintResult:
 def probe_program(source: str, seeds: tuple[int, ...] = HINT_SEEDS, runtime: Any = None) -> list[tuple[str, str | None]]:
     """``(solution, hint)`` of ``source`` for each seed, run through ``runtime``
     (default: ``get_runtime()``, the sandbox). Raises :class:`SpadeError` on failure."""
-    from ..runtime import get_runtime
+    from ..trust import get_runtime
 
     rt = runtime or get_runtime()
     session = rt.open(source)

@@ -257,7 +257,7 @@ def mutate(source: str, parent: str, operators: Iterable[str] | None = None) -> 
 def seed_mutants(operators: Iterable[str] | None = None) -> list[Mutant]:
     """Mutants of every single-player seed of the installed suite (the operators target
     the single-player contract; games have their own acceptance stages and tests)."""
-    from spade_envs.multiplayer import is_multiplayer
+    from spade_envs.games import is_multiplayer
     from spade_envs.registry.catalog import seed_records
 
     ops = None if operators is None else list(operators)

@@ -93,7 +93,7 @@ def parametric_parents(registry: Any = None, only: list[str] | None = None) -> l
     """Active seeds and store programs (not variants, not multi-player games) whose
     ``PARAMETERS`` is a usable schema: the latest version of each, or with ``only`` the
     ids given (latest version unless the id names one)."""
-    from ..multiplayer import is_multiplayer
+    from ..games.format import is_multiplayer
     from ..parameters import schema_of
     from ..registry.catalog import seed_records
     from ..registry.ids import parse_env_id

@@ -166,9 +166,9 @@ def memory_section(retrieval: Retrieval | None) -> str:
 
 def _contract(mode: str) -> str:
     """The program format the model must follow: DESIGN.md section 3, or the multi-player
-    format of :mod:`spade_envs.multiplayer` for ``multiplayer`` mode."""
+    format of :mod:`spade_envs.games.format` for ``multiplayer`` mode."""
     if mode == "multiplayer":
-        from spade_envs.multiplayer import FORMAT_PROMPT
+        from spade_envs.games import FORMAT_PROMPT
 
         return (
             "Write a TWO-PLAYER game (zero-sum or cooperative; hidden information is welcome) "

@@ -23,13 +23,11 @@ import dataclasses
 import json
 import time
 from collections.abc import Callable
-from types import SimpleNamespace
 from typing import Any
 
 from spade_envs.errors import SpadeError
 from spade_envs.parameters import check_schema, defaults, read_parameters, sample_points, validate_kwargs
 
-from .acceptance_multiplayer import MultiPlayerReport
 from .verdicts import AcceptanceReport, StageVerdict
 
 #: sampled valid points checked besides the defaults
@@ -37,32 +35,21 @@ POINTS = 2
 STAGE = "parameters"
 
 
-def _accepted(report: AcceptanceReport, base: type) -> bool:
-    inner = [s for s in report.stages if s.name != STAGE]
-    own = [s for s in report.stages if s.name == STAGE]
-    return bool(own) and all(s.ok for s in own) and base.accepted.fget(SimpleNamespace(stages=inner))
-
-
 class ParametricReport(AcceptanceReport):
-    """A report whose last verdict is ``parameters``."""
+    """A report whose last verdict is ``parameters``: accepted when that verdict is ok
+    and the ordinary stages (single-player or game) all ran and passed."""
 
     @property
     def accepted(self) -> bool:  # type: ignore[override]
-        return _accepted(self, AcceptanceReport)
-
-
-class ParametricMultiPlayerReport(MultiPlayerReport):
-    """A multi-player report whose last verdict is ``parameters``."""
-
-    @property
-    def accepted(self) -> bool:  # type: ignore[override]
-        return _accepted(self, MultiPlayerReport)
+        inner = [s for s in self.stages if s.name != STAGE]
+        own = [s for s in self.stages if s.name == STAGE]
+        return (bool(own) and all(s.ok for s in own) and [s.name for s in inner] == list(self.expected)
+                and all(s.ok for s in inner))
 
 
 def _as_parametric(report: AcceptanceReport) -> AcceptanceReport:
-    cls = ParametricMultiPlayerReport if isinstance(report, MultiPlayerReport) else ParametricReport
     fields = {f.name: getattr(report, f.name) for f in dataclasses.fields(report)}
-    return cls(**fields)
+    return ParametricReport(**fields)
 
 
 def _short(point: dict[str, Any]) -> str:

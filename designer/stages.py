@@ -1,76 +1,38 @@
-"""The stage checks of the acceptance pipeline (see :mod:`.acceptance` for the contract).
+"""The single-player stage checks of the acceptance pipeline (see :mod:`.acceptance`).
 
 :class:`StageChecks` holds one ``_stage_<name>`` method per stage of
-:data:`~spade_envs.designer.verdicts.STAGES`; each returns the verdict's detail or raises
-:class:`Reject` (or a :class:`~spade_envs.errors.SpadeError`) with the reason. They share
-one :class:`Context` per candidate: the live session and what earlier stages learnt
-(first observations, solutions, replays, garbage observations).
+:data:`~spade_envs.designer.verdicts.STAGES` (``size_syntax`` and ``novelty`` come from
+:class:`~spade_envs.designer.stage_runner.StageRunner`, which also runs them); each
+returns the verdict's detail or raises :class:`Reject` (or a
+:class:`~spade_envs.errors.SpadeError`) with the reason. They share one :class:`Context`
+per candidate: the live session and what earlier stages learnt (first observations,
+solutions, replays, garbage observations).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from spade_envs.actions import parse_tool_calls, solution_to_actions
-from spade_envs.errors import EnvExecutionError, EnvProgramError, SpadeError
-from spade_envs.program import inspect_program, parse_source
-from spade_envs.runtime import EnvRuntime, EnvSession
+from spade_envs.errors import EnvExecutionError, EnvProgramError
+from spade_envs.program import inspect_program
 
 from .leak import answer_candidates, find_leak, secrets
 from .probes import Episode, Probe, garbage_probes, normalize_answer, play, smoke_actions
+from .stage_runner import Context, Reject, StageRunner
 from .verdicts import STAGES
 
-if TYPE_CHECKING:
-    from .acceptance import AcceptanceConfig
+__all__ = ["FATAL_KINDS", "Context", "Reject", "StageChecks"]
 
 #: error kinds after which a session cannot be trusted to answer again
 FATAL_KINDS = frozenset({"timeout", "crash", "memory", "killed", "security", "output"})
 
 
-class Reject(Exception):
-    """A stage failed; the message is the verdict's detail."""
+class StageChecks(StageRunner):
+    """The single-player stages, run by :class:`StageRunner` in :data:`STAGES` order."""
 
-
-@dataclass
-class Context:
-    source: str
-    filename: str
-    started: float
-    tree: Any = None
-    session: EnvSession | None = None
-    class_name: str | None = None
-    fresh_error: SpadeError | None = None
-    pending: dict[str, str] = field(default_factory=dict)  # stage -> failure found early
-    max_call_s: float = 0.0
-    resets: dict[Any, str] = field(default_factory=dict)  # seed -> first observation
-    solutions: dict[Any, str] = field(default_factory=dict)  # seed -> solution() text
-    replays: dict[Any, Episode] = field(default_factory=dict)  # seed -> solution play
-    smoke_plays: list[Episode] = field(default_factory=list)
-    junk_tried: set[str] = field(default_factory=set)
-    garbage_obs: list[tuple[Any, str]] = field(default_factory=list)  # (seed, obs), episode not over
-
-
-class StageChecks:
-    """The stages; subclasses provide ``config`` and ``runtime``."""
-
-    config: AcceptanceConfig
-    runtime: EnvRuntime
-
-    def _close(self, ctx: Context) -> None:
-        if ctx.session is not None:
-            try:
-                ctx.session.close()
-            except SpadeError:
-                pass
-            except Exception:  # noqa: BLE001 - closing must never raise into the caller
-                pass
-
-    def _track(self, ctx: Context, seconds: float, what: str) -> None:
-        ctx.max_call_s = max(ctx.max_call_s, seconds)
-        if seconds > self.config.step_deadline_s:
-            raise Reject(f"{what} took {seconds:.2f} s (deadline {self.config.step_deadline_s:g} s per call)")
+    stage_names = STAGES
 
     def _play(self, ctx: Context, seed: Any, actions: list[str] | tuple[str, ...], *, want_solution: bool = False) -> Episode:
         assert ctx.session is not None
@@ -86,13 +48,6 @@ class StageChecks:
         return ctx.solutions[seed]
 
     # -- stages ------------------------------------------------------------------------
-    def _stage_size_syntax(self, ctx: Context) -> str:
-        tree = parse_source(ctx.source, ctx.filename)
-        if isinstance(ctx.source, bytes):
-            ctx.source = ctx.source.decode("utf-8")
-        ctx.tree = tree
-        return f"{len(ctx.source.encode('utf-8'))} bytes, {len(ctx.source.splitlines())} lines, parses"
-
     def _stage_compile(self, ctx: Context) -> str:
         try:
             compile(ctx.tree, ctx.filename, "exec")
@@ -317,18 +272,6 @@ class StageChecks:
         if not checked:
             return "answers too short or generic to check (see the specificity rule)"
         return f"{checked} secret(s) absent from reset and garbage observations"
-
-    def _stage_novelty(self, ctx: Context) -> str:
-        check = self.config.novelty_check
-        if check is None:
-            return "no memory given"
-        try:
-            ok, detail = check(ctx.source)
-        except Exception as exc:  # a plug-in's bug is a failed verdict, not a crash
-            raise Reject(f"novelty check raised {type(exc).__name__}: {exc}") from None
-        if not ok:
-            raise Reject(str(detail) or "near-duplicate of a known environment")
-        return str(detail) or "novel"
 
 
 _NO_SEED = object()

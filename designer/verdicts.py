@@ -31,6 +31,12 @@ STAGES: tuple[str, ...] = (
     "novelty",
 )
 
+#: The stages of a multi-player game (:mod:`spade_envs.designer.game_stages`), in order.
+GAME_STAGES: tuple[str, ...] = (
+    "size_syntax", "compile", "interface", "smoke", "determinism", "random_play", "scripted_play",
+    "garbage", "information", "novelty",
+)
+
 
 @dataclass(frozen=True)
 class StageVerdict:
@@ -49,7 +55,8 @@ class StageVerdict:
 class AcceptanceReport:
     """The verdicts of one candidate source, in stage order.
 
-    ``accepted`` is true only when every stage of :data:`STAGES` ran and passed.
+    ``accepted`` is true only when every stage of ``expected`` (:data:`STAGES`, or
+    :data:`GAME_STAGES` for a game) ran and passed.
     """
 
     filename: str = "<env>"
@@ -57,11 +64,16 @@ class AcceptanceReport:
     class_name: str | None = None
     sha256: str = ""
     seconds: float = 0.0
+    expected: tuple[str, ...] = STAGES
+
+    @property
+    def multiplayer(self) -> bool:
+        return self.expected == GAME_STAGES
 
     @property
     def accepted(self) -> bool:
         names = [s.name for s in self.stages]
-        return names == list(STAGES) and all(s.ok for s in self.stages)
+        return names == list(self.expected) and all(s.ok for s in self.stages)
 
     @property
     def rejected_at(self) -> str | None:
@@ -80,7 +92,7 @@ class AcceptanceReport:
 
     def to_json(self) -> dict[str, Any]:
         """The ``spade validate --json`` object (DESIGN.md section 10, plus extra keys)."""
-        return {
+        out = {
             "accepted": self.accepted,
             "rejected_at": self.rejected_at,
             "stages": [s.to_json() for s in self.stages],
@@ -89,6 +101,9 @@ class AcceptanceReport:
             "sha256": self.sha256,
             "seconds_total": round(self.seconds, 6),
         }
+        if self.multiplayer:
+            out["multiplayer"] = True
+        return out
 
     def summary(self) -> str:
         """One line: ``accepted`` or ``rejected at STAGE: detail``."""

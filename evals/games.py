@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spade_envs.errors import SpadeError
-from spade_envs.multiplayer import is_multiplayer
-from spade_envs.multiplayer_runtime import MultiPlayerSession, RandomPolicy, ScriptedPolicy, open_game
+from spade_envs.games import is_multiplayer
+from spade_envs.games import MultiPlayerSession, RandomPolicy, ScriptedPolicy, open_game
 
 from .stats import rate_summary, wilson_interval
 

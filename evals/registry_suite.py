@@ -15,6 +15,11 @@ environment's reference solution replayed on the same seed:
   in order, greedily, in the agent's calls (for text-only games the milestones are the
   reference actions).
 
+The state, response and end-state checks apply to tool-use environments only: for a
+text-only environment (its reference makes no tool call) they are ``None`` ("n/a") and
+left out of the rates. Each row also says ``why`` a failed episode failed and carries
+its ``transcript`` (messages, actions, per-step rewards, how it ended).
+
 The agent's trace (its calls, their results, its final state) is recomputed by
 replaying its actions on a fresh environment with the same seed (environments are
 deterministic by the acceptance contract), so scoring does not depend on how an agent
@@ -70,7 +75,7 @@ def active_records(multiplayer: bool | None = False) -> list[Any]:
                 records += list(reg.list())
     except ImportError:
         pass
-    from spade_envs.multiplayer import is_multiplayer
+    from spade_envs.games import is_multiplayer
 
     latest: dict[int, Any] = {}
     for rec in records:
@@ -99,7 +104,23 @@ def select_records(records: Iterable[Any], *, generation: int | None = None, ski
         if not in_split(rec.env_id, split):
             continue
         out.append(rec)
-    return out[:limit] if limit is not None else out
+    return stratified(out, limit) if limit is not None else out
+
+
+def stratified(records: Sequence[Any], limit: int) -> list[Any]:
+    """At most ``limit`` records, taken round-robin over skills (so that ``--limit`` keeps
+    the skill mix), each skill's in id order; the result is in id order."""
+    by_skill: dict[str, list[Any]] = {}
+    for rec in records:
+        by_skill.setdefault(str((rec.metadata or {}).get("skill", "")).lower(), []).append(rec)
+    queues = [list(v) for v in by_skill.values()]
+    picked: list[Any] = []
+    while len(picked) < limit and any(queues):
+        for q in queues:
+            if q and len(picked) < limit:
+                picked.append(q.pop(0))
+    order = {id(r): i for i, r in enumerate(records)}
+    return sorted(picked, key=lambda r: order[id(r)])
 
 
 def registry_revision(records: Iterable[Any]) -> str:
@@ -177,23 +198,48 @@ def process_accuracy(milestones: Sequence[str], observed: Sequence[str]) -> floa
     return hit / len(milestones)
 
 
+def why_failed(episode: Any, mine: Trace) -> str:
+    """A plain reason for a lost episode ("" for a win)."""
+    if episode.won:
+        return ""
+    error = getattr(episode, "error", None) or mine.error
+    if error:
+        return f"error: {error}"[:300]
+    end = "terminated" if episode.terminated else ("truncated (turn limit)" if episode.truncated else "unfinished")
+    last = mine.actions[-1][:120] if mine.actions else "(no action)"
+    return f"not won: return {float(episode.episode_return):g} after {int(episode.turns)} turn(s), {end}; last action: {last}"
+
+
+def transcript(episode: Any) -> dict[str, Any]:
+    return {"messages": list(getattr(episode, "messages", []) or []), "actions": list(episode.actions),
+            "rewards": [float(r) for r in (getattr(episode, "rewards", []) or [])],
+            "terminated": bool(getattr(episode, "terminated", False)), "truncated": bool(getattr(episode, "truncated", False))}
+
+
 def score_episode(record: Any, episode: Any, reference: Trace | None = None) -> dict[str, Any]:
     """The result row of one episode (see the module docstring for each check)."""
     seed = episode.task.seed
     ref = reference or replay_trace(record, seed)
     mine = replay_trace(record, seed, list(episode.actions))
     final_state = episode.final_state if getattr(episode, "final_state", None) is not None else mine.final_state
-    state_ok = ref.error is None and final_state == ref.final_state
+    tool_use = bool(ref.calls)
+    state_ok = (ref.error is None and final_state == ref.final_state) if tool_use else None
     meta = record.metadata or {}
     return {
         "id": str(record.env_id), "seed": seed, "passed": bool(episode.won),
         "return": float(episode.episode_return), "turns": int(episode.turns),
-        "state_ok": state_ok, "response_ok": not missing_results(ref.results, mine.results),
+        "state_ok": state_ok, "response_ok": (not missing_results(ref.results, mine.results)) if tool_use else None,
         "end_state_ok": state_ok, "process_acc": process_accuracy(ref.milestones, mine.milestones),
         "skill": meta.get("skill"), "generation": record.generation, "version": record.env_id.version,
         "split": split_of(record.env_id), "regret": meta.get("regret"),
         "error": getattr(episode, "error", None) or mine.error, "reference_error": ref.error,
+        "why": why_failed(episode, mine), "transcript": transcript(episode),
     }
+
+
+def _applicable(block: dict[str, Any]) -> dict[str, Any] | None:
+    """None ("n/a") when no row of the group had the check."""
+    return block if block["n"] else None
 
 
 def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -203,9 +249,10 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     def block(rs: Sequence[dict[str, Any]]) -> dict[str, Any]:
         return {
             "success": rate_summary(r["passed"] for r in rs),
-            "state_ok": rate_summary(r["state_ok"] for r in rs),
-            "response_ok": rate_summary(r["response_ok"] for r in rs),
-            "end_state_acc": rate_summary(r["end_state_ok"] for r in rs)["rate"],
+            "state_ok": _applicable(rate_summary(r["state_ok"] for r in rs)),
+            "response_ok": _applicable(rate_summary(r["response_ok"] for r in rs)),
+            "end_state_acc": (rate_summary(r["end_state_ok"] for r in rs)["rate"]
+                              if any(r["end_state_ok"] is not None for r in rs) else None),
             "process_acc": mean_summary(r["process_acc"] for r in rs)["mean"],
         }
 

@@ -4,7 +4,8 @@ an HTML report with plots (matplotlib, embedded as base64 PNGs).
 ``build_results`` makes ``{"suite", "agent", "summary", "entries", ...}`` plus what makes
 a result reproducible: environment versions, the registry revision, package versions
 and the options used. ``write_report(results, out_dir)`` writes ``results.json``,
-``leaderboard.md`` and ``report.html`` and returns their paths.
+``leaderboard.md``, ``report.html`` and ``transcripts.jsonl`` (one line per entry: its
+verdict, why it failed, and its transcript) and returns their paths.
 """
 
 from __future__ import annotations
@@ -158,37 +159,126 @@ def plots(results: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def html_report(results: dict[str, Any]) -> str:
-    """A self-contained HTML page: headline, leaderboard, plots, failing entries."""
+def _why(entry: dict[str, Any]) -> str:
+    return str(entry.get("why") or entry.get("error_type") or entry.get("error") or "not passed")
+
+
+def _transcript_html(entry: dict[str, Any]) -> str:
+    esc = html.escape
+    t = entry.get("transcript")
+    if isinstance(t, dict):
+        messages = t.get("messages") or []
+        rewards = t.get("rewards") or []
+        tail = f"<p>rewards per step: {esc(str(rewards))}; terminated={t.get('terminated')}, truncated={t.get('truncated')}</p>"
+    elif isinstance(t, list):
+        messages, tail = t, ""
+    else:
+        return ""
+    lines = "".join(f"<div class='msg {esc(str(m.get('role', '')))}'><b>{esc(str(m.get('role', '')))}</b>: "
+                    f"<pre>{esc(str(m.get('content', ''))[:4000])}</pre></div>" for m in messages if isinstance(m, dict))
+    return f"<details><summary>transcript ({len(messages)} messages)</summary>{lines}{tail}</details>"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    esc = html.escape
+    head = "".join(f"<th>{esc(str(h))}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{esc(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _fmt_rate(v: Any) -> str:
+    if isinstance(v, dict) and "rate" in v:
+        return _pct(v)
+    if isinstance(v, float):
+        return f"{v:.3f}"
+    return "n/a" if v is None else str(v)
+
+
+def summary_html(results: dict[str, Any]) -> str:
+    """The summary as tables: headline figures, then one table per breakdown."""
+    s = results["summary"]
+    scalars = [(k, _fmt_rate(v)) for k, v in s.items()
+               if k not in ("env_versions", "per_skill", "per_generation", "per_category", "agreement")
+               and (v is None or isinstance(v, (int, float, str)) or (isinstance(v, dict) and "rate" in v))]
+    out = [_table(["figure", "value"], scalars)]
+    for name, group in _groups(results).items():
+        out.append(f"<h3>per {html.escape(name)}</h3>" + _table([name, "success % [95% CI]"],
+                                                                 [(k, _pct(v)) for k, v in group.items()]))
+    if isinstance(s.get("agreement"), dict):
+        flat = [(k, json.dumps(v, default=str)[:300]) for k, v in s["agreement"].items() if k != "disagreements"]
+        out.append("<h3>agreement with the benchmark's own evaluator</h3>" + _table(["figure", "value"], flat))
+    return "\n".join(out)
+
+
+def leaderboard_rows(results_list: Sequence[dict[str, Any]]) -> list[list[str]]:
+    rows = sorted(results_list, key=lambda r: -headline(r)["rate"])
+    out = []
+    for i, r in enumerate(rows, 1):
+        s = r["summary"]
+        pick = lambda k: _fmt_rate(s.get(k)) if isinstance(s.get(k), dict) else "n/a"  # noqa: E731
+        proc = s.get("process_acc")
+        out.append([str(i), r["agent"], r["suite"], _pct(headline(r)), pick("state_ok"), pick("response_ok"),
+                    "n/a" if proc is None else f"{proc:.3f}", str(r.get("created", ""))])
+    return out
+
+
+LEADERBOARD_HEADER = ["rank", "agent", "suite", "success % [95% CI]", "state", "response", "process", "created"]
+
+
+def html_report(results: dict[str, Any], others: Sequence[dict[str, Any]] = ()) -> str:
+    """A self-contained HTML page: headline, leaderboard (this run plus ``others``),
+    summary tables, plots, and every failing entry with why it failed and its transcript."""
     esc = html.escape
     imgs = "\n".join(f'<figure><img alt="{esc(t)}" src="data:image/png;base64,{b}"/><figcaption>{esc(t)}</figcaption></figure>'
                      for t, b in plots(results).items())
-    failing = [e for e in results["entries"] if not e.get("passed")][:200]
-    fail_rows = "\n".join(f"<tr><td>{esc(str(e['id']))}</td><td>{esc(str(e.get('error_type') or e.get('error') or ''))[:200]}</td></tr>"
-                          for e in failing)
+    failing = [e for e in results["entries"] if not e.get("passed")]
+    shown = failing[:300]
+    fail_rows = "\n".join(
+        f"<tr><td>{esc(str(e['id']))}{esc(' seed ' + str(e['seed']) if 'seed' in e else '')}</td>"
+        f"<td>{esc(_why(e)[:400])}{_transcript_html(e)}</td></tr>" for e in shown)
     meta = {k: results.get(k) for k in ("created", "versions", "registry_revision", "options") if results.get(k) is not None}
+    board = _table(LEADERBOARD_HEADER, leaderboard_rows([results, *others]))
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>spade eval: {esc(results['suite'])} / {esc(results['agent'])}</title>
-<style>body{{font-family:sans-serif;max-width:1000px;margin:2em auto}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:3px 8px}}figure{{display:inline-block;margin:8px}}pre{{background:#f6f6f6;padding:8px}}</style>
+<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto}}table{{border-collapse:collapse;margin:6px 0}}
+td,th{{border:1px solid #ccc;padding:3px 8px;vertical-align:top}}figure{{display:inline-block;margin:8px}}
+pre{{background:#f6f6f6;padding:6px;white-space:pre-wrap;margin:2px 0}}.msg{{margin:4px 0}}</style>
 </head><body>
 <h1>{esc(results['suite'])} &middot; {esc(results['agent'])}</h1>
-<p>success: <b>{esc(_pct(headline(results)))}</b></p>
+<p>success: <b>{esc(_pct(headline(results)))}</b> &middot; {len(failing)} failing of {len(results['entries'])}
+&middot; full data: results.json, transcripts.jsonl</p>
+<h2>Leaderboard</h2>
+{board}
+<h2>Summary</h2>
+{summary_html(results)}
 <h2>Plots</h2>
 {imgs}
-<h2>Summary</h2><pre>{esc(json.dumps({k: v for k, v in results['summary'].items() if k != 'env_versions'}, indent=1)[:20000])}</pre>
-<h2>Failing entries ({len(failing)} shown)</h2><table><tr><th>id</th><th>why</th></tr>{fail_rows}</table>
+<h2>Failing entries ({len(shown)} of {len(failing)} shown)</h2><table><tr><th>id</th><th>why (click for the transcript)</th></tr>{fail_rows}</table>
 <h2>Reproducibility</h2><pre>{esc(json.dumps(meta, indent=1))}</pre>
 </body></html>
 """
+
+
+def leaderboard_page(results_list: Sequence[dict[str, Any]]) -> str:
+    """One HTML leaderboard over several runs (``spade leaderboard``)."""
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>spade leaderboard</title><style>"
+            "body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse}"
+            "td,th{border:1px solid #ccc;padding:3px 8px}</style></head><body><h1>Leaderboard</h1>"
+            f"{_table(LEADERBOARD_HEADER, leaderboard_rows(results_list))}</body></html>\n")
 
 
 def write_report(results: dict[str, Any], out_dir: str | Path) -> dict[str, str]:
     """Write ``results.json``, ``leaderboard.md`` and ``report.html`` under ``out_dir``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = {"json": out / "results.json", "markdown": out / "leaderboard.md", "html": out / "report.html"}
+    paths = {"json": out / "results.json", "markdown": out / "leaderboard.md", "html": out / "report.html",
+             "transcripts": out / "transcripts.jsonl"}
     paths["json"].write_text(json.dumps(results, indent=1, default=str), encoding="utf-8")
+    with paths["transcripts"].open("w", encoding="utf-8") as f:
+        for e in results["entries"]:
+            record = {k: e.get(k) for k in ("id", "seed", "category", "passed", "why", "return") if k in e}
+            record["transcript"] = e.get("transcript")
+            f.write(json.dumps(record, default=str, ensure_ascii=False) + "\n")
     paths["markdown"].write_text(markdown_table([results]), encoding="utf-8")
     paths["html"].write_text(html_report(results), encoding="utf-8")
     return {k: str(v) for k, v in paths.items()}

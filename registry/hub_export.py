@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ..errors import RegistryError
 from .catalog import EnvRecord
 from .rows import export_row
 
@@ -40,7 +41,11 @@ def _schema():
         ("grounding_ref", s), ("parent_ids", pa.list_(s)), ("regret", f), ("win_rate_hint", f),
         ("win_rate_plain", f), ("acceptance", s), ("max_episode_steps", i), ("created_at", s), ("updated_at", s),
         ("parent", s), ("params", s),  # variants: parent id, fixed kwargs as a JSON object
-    ])
+    ] + _sharing_fields(pa))
+
+
+def _sharing_fields(pa) -> list:  # the sharing issue's columns, kept apart
+    return [("tool_specs_vary_by_seed", pa.bool_()), ("parameters", pa.string()), ("published_in", pa.string())]
 
 
 def gen_name(generation: int) -> str:
@@ -55,10 +60,8 @@ def content_digest(rows: list[dict[str, Any]]) -> str:
     return h.hexdigest()
 
 
-def card_text(groups: dict[int, list[dict[str, Any]]], digest: str, *, license: str = LICENSE,
-              origin: str | None = None) -> str:
-    import yaml
-
+def card_header(groups: dict[int, list[dict[str, Any]]], digest: str, *, license: str = LICENSE,
+                origin: str | None = None) -> dict[str, Any]:
     from .. import __version__
 
     configs = [{"config_name": "all", "default": True,
@@ -66,12 +69,12 @@ def card_text(groups: dict[int, list[dict[str, Any]]], digest: str, *, license: 
     configs += [{"config_name": gen_name(g), "data_files": [{"split": "train", "path": f"data/{gen_name(g)}/*.parquet"}]}
                 for g in sorted(groups)]
     total = sum(len(v) for v in groups.values())
-    header = {
+    return {
         "license": license,
         "pretty_name": "spade-envs registry",
         "tags": ["spade", "reinforcement-learning", "synthetic-environments", "gymnasium"],
         "size_categories": ["n<1K" if total < 1000 else "1K<n<10K" if total < 10_000 else "10K<n<100K"
-                            if total < 100_000 else "100K<n<1M"],
+                            if total < 100_000 else "100K<n<1M" if total < 1_000_000 else "1M<n<10M"],
         "configs": configs,
         "spade": {
             "format_version": FORMAT_VERSION,
@@ -83,33 +86,43 @@ def card_text(groups: dict[int, list[dict[str, Any]]], digest: str, *, license: 
             "generation_0": "hand-written seed suite shipped with spade-envs",
         },
     }
-    body = (
-        "# spade-envs registry\n\n"
-        "LLM-synthesized, executable multi-turn training environments (after SPADE), one row per "
-        "(environment, version): the Python source, its tool specs, lineage and scores.\n\n"
-        "```python\nfrom datasets import load_dataset\nds = load_dataset(REPO, \"all\")  # or \"gen-0001\"\n```\n\n"
-        "Install `spade-envs` and run `spade registry pull REPO` to play them with `gym.make(\"spade/Env-01000\")`. "
-        "The code is untrusted: spade-envs only runs it in its sandbox.\n"
-    )
-    return "---\n" + yaml.safe_dump(header, sort_keys=False) + "---\n\n" + body
+
+
+def card_text(groups: dict[int, list[dict[str, Any]]], digest: str, *, license: str = LICENSE,
+              origin: str | None = None, repo: str | None = None) -> str:
+    from .hub_card import card_text as render
+
+    return render(card_header(groups, digest, license=license, origin=origin), repo,
+                  [gen_name(g) for g in sorted(groups)])
 
 
 def export(records: Iterable[EnvRecord], out_dir: str | Path, *, max_generation: int | None = None,
-           license: str = LICENSE, origin: str | None = None) -> dict[str, Any]:
+           license: str = LICENSE, origin: str | None = None, repo: str | None = None,
+           progress: Any = None) -> dict[str, Any]:
     """Write the dataset layout for ``records`` (generations up to ``max_generation``)
-    under ``out_dir``; stale generation folders there are removed. Returns a summary."""
+    under ``out_dir``; stale generation folders there are removed. ``repo``: the dataset
+    repo id it is for (named in the card). ``progress(n)`` is called per exported row.
+    Raises :class:`~spade_envs.errors.RegistryError` when ``out_dir`` cannot be a folder.
+    Returns a summary."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise RegistryError(f"{out} is a file; export writes a folder (README.md + data/): give a folder path")
     groups: dict[int, list[dict[str, Any]]] = {}
     for rec in records:
         if max_generation is None or rec.generation <= max_generation:
-            groups.setdefault(rec.generation, []).append(export_row(rec))
+            groups.setdefault(rec.generation, []).append(export_row(rec, repo=repo))
+            if progress is not None:
+                progress(1)
     for rows in groups.values():
         rows.sort(key=lambda r: (r["seq"], r["version"]))
     data = out / "data"
-    data.mkdir(parents=True, exist_ok=True)
+    try:
+        data.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RegistryError(f"cannot write the export to {out}: {exc.strerror or exc}") from None
     keep = {gen_name(g) for g in groups}
     for stale in data.glob("gen-*"):
         if stale.name not in keep:
@@ -127,7 +140,7 @@ def export(records: Iterable[EnvRecord], out_dir: str | Path, *, max_generation:
         pq.write_table(pa.Table.from_pylist(rows, schema=schema), path, compression="zstd")
         files.append(str(path.relative_to(out)))
     digest = content_digest([r for g in sorted(groups) for r in groups[g]])
-    (out / "README.md").write_text(card_text(groups, digest, license=license, origin=origin), encoding="utf-8")
+    (out / "README.md").write_text(card_text(groups, digest, license=license, origin=origin, repo=repo), encoding="utf-8")
     return {"dir": str(out), "generations": sorted(groups), "rows": sum(map(len, groups.values())),
             "files": ["README.md", *files], "content_sha256": digest}
 

@@ -67,6 +67,31 @@ CREATE INDEX envs_generation ON envs (generation);
 CREATE INDEX envs_skill ON envs (skill);
 """
 
+#: Sharing (DESIGN.md section 7): which entries are published (pushed to or pulled from a
+#: Hub repo: ``REPO@COMMIT``; NULL = local, never published, free to renumber on pull),
+#: the PARAMETERS JSON Schema read statically from the source, the last synced commit of
+#: every remote (a push refuses a remote that moved since), and aliases: the old ids of
+#: local entries that a pull renumbered.
+_V_SHARING = """
+ALTER TABLE envs ADD COLUMN published TEXT;
+ALTER TABLE envs ADD COLUMN parameters TEXT;
+UPDATE envs SET published = origin WHERE origin LIKE 'hub:%';
+CREATE TABLE remotes (
+    repo TEXT PRIMARY KEY,
+    commit_sha TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE aliases (
+    old_seq INTEGER NOT NULL,
+    old_version INTEGER NOT NULL,
+    new_seq INTEGER NOT NULL,
+    new_version INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (old_seq, old_version)
+) WITHOUT ROWID;
+CREATE INDEX aliases_target ON aliases (new_seq, new_version);
+"""
 
 
 def _variants(conn: sqlite3.Connection) -> None:
@@ -100,7 +125,7 @@ def _variants(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX envs_variant_rows ON envs (status, seq, version, params) WHERE parent IS NOT NULL")
 
 
-MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [_V1, _variants]
+MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [_V1, _V_SHARING, _variants]
 
 #: The schema version this code writes.
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -5,9 +5,11 @@ class_name, generation, status and status_reason, skill, description, designer_m
 grounding_ref, parent_ids (JSON list of ids), tool_specs (JSON), metadata (JSON: the
 program's ``METADATA`` merged with caller metadata), acceptance (JSON list of stage
 verdicts), regret, win_rate_hint, win_rate_plain, max_episode_steps, origin
-(``local`` or ``hub:REPO@COMMIT``), created_at, updated_at; for a *variant* also
-parent (the full id of the program it fixes kwargs of) and params (canonical JSON
-object of those kwargs; NULL for ordinary entries).
+(``local`` or ``hub:REPO@COMMIT``), created_at, updated_at; published (``REPO@COMMIT``
+where the entry was first pushed or pulled from; NULL = never published: a pull may
+renumber it) and parameters (the ``PARAMETERS`` JSON Schema, read statically); for a
+*variant* also parent (the full id of the program it fixes kwargs of) and params
+(canonical JSON object of those kwargs; NULL for ordinary entries).
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ STATUSES = ("active", "deprecated", "quarantined")
 
 #: scalar columns copied into ``EnvRecord.metadata`` as they are
 _SCALARS = ("class_name", "generation", "skill", "description", "designer_model", "grounding_ref", "regret",
-            "win_rate_hint", "win_rate_plain", "sha256", "status_reason", "origin", "created_at", "updated_at")
+            "win_rate_hint", "win_rate_plain", "sha256", "status_reason", "origin", "created_at", "updated_at",
+            "published")
 _JSON = ("parent_ids", "tool_specs", "acceptance")
 
 
@@ -57,7 +60,8 @@ def row_values(*, source: str, filename: str = "<env>", generation: int | None =
                tool_specs: Any = None, metadata: Any = None, acceptance: Any = None, regret: float | None = None,
                win_rate_hint: float | None = None, win_rate_plain: float | None = None,
                max_episode_steps: int | None = None, origin: str = "local", created_at: str | None = None,
-               updated_at: str | None = None, tags: Any = None, parent: str | None = None, params: Any = None,
+               updated_at: str | None = None, tags: Any = None, published: str | None = None,
+               parent: str | None = None, params: Any = None,
                **_ignored: Any) -> dict[str, Any]:
     """Column values for one entry. Parses ``source`` (raising
     :class:`~spade_envs.errors.EnvProgramError` when it is not a program) for its class
@@ -95,8 +99,19 @@ def row_values(*, source: str, filename: str = "<env>", generation: int | None =
         "origin": origin,
         "created_at": created_at,
         "updated_at": updated_at,
+        "published": published,
+        "parameters": _parameters_json(source),
         **variant_columns(parent, params),
     }
+
+
+def _parameters_json(source: str) -> str | None:
+    from .toolspecs import read_parameters
+
+    if "PARAMETERS" not in source:
+        return None
+    schema = read_parameters(source)
+    return None if schema is None else json.dumps(schema, sort_keys=True)
 
 
 def canonical_params(params: Any) -> str:
@@ -106,6 +121,14 @@ def canonical_params(params: Any) -> str:
     if not isinstance(params, dict):
         raise RegistryError(f"variant params must be a JSON object, got {type(params).__name__}")
     return json.dumps(params, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def content_key(sha256: str, parent: str | None = None, params: Any = None) -> str:
+    """What makes two entries the same: the source for an ordinary entry; the source,
+    parent and params for a variant (variants share their parent's source)."""
+    if not parent:
+        return sha256
+    return f"{sha256}|{parent}|{canonical_params(params)}"
 
 
 def variant_columns(parent: str | None, params: Any) -> dict[str, Any]:
@@ -125,6 +148,8 @@ def record_from_row(row: dict[str, Any]) -> EnvRecord:
     parent = row.get("parent")
     params = json.loads(row["params"]) if parent and row.get("params") else {}
     meta["parent"], meta["params"] = parent, params
+    if row.get("parameters"):
+        meta["parameters"] = json.loads(row["parameters"])
     return EnvRecord(
         env_id=EnvId(row["seq"], row["version"]),
         source=row["source"],
@@ -138,10 +163,30 @@ def record_from_row(row: dict[str, Any]) -> EnvRecord:
     )
 
 
-def export_row(rec: EnvRecord) -> dict[str, Any]:
-    """The flat, Parquet-friendly form of a record (also how seeds are exported)."""
+def _specs_of(rec: EnvRecord) -> tuple[list[Any], bool]:
     m = rec.metadata
-    skip = set(_SCALARS) | set(_JSON) | {"max_episode_steps", "file", "tags", "parent", "params"}
+    if rec.trusted and rec.generation == 0:  # a shipped seed: its specs are computed, never stored
+        from .toolspecs import seed_tool_specs
+
+        return seed_tool_specs(rec.env_id.seq)
+    return list(m.get("tool_specs") or []), bool(m.get("tool_specs_vary_by_seed"))
+
+
+def _published_repo(rec: EnvRecord) -> str | None:
+    pub = rec.metadata.get("published_in") or rec.metadata.get("published")
+    return str(pub).split("@", 1)[0] if pub else None
+
+
+def export_row(rec: EnvRecord, *, repo: str | None = None) -> dict[str, Any]:
+    """The flat, Parquet-friendly form of a record (also how seeds are exported).
+    ``repo``: the dataset being pushed to; ``published_in`` names the repo an entry was
+    first published in (kept as it is for entries published before)."""
+    m = rec.metadata
+    skip = set(_SCALARS) | set(_JSON) | {"max_episode_steps", "file", "tags", "parameters", "tool_specs_vary_by_seed",
+                                         "published_in", "acceptance_pending", "renumbered_from",
+                                         "parent", "params"}
+    specs, vary = _specs_of(rec)
+    params = m.get("parameters")
     return {
         "id": rec.env_id.base,
         "env_id": str(rec.env_id),
@@ -156,7 +201,9 @@ def export_row(rec: EnvRecord) -> dict[str, Any]:
         "tags": [str(t) for t in (m.get("tags") or [])],
         "source": rec.source,
         "sha256": source_sha256(rec.source),
-        "tool_specs": json.dumps(m.get("tool_specs") or [], sort_keys=True),
+        "tool_specs": json.dumps(specs, sort_keys=True),
+        "tool_specs_vary_by_seed": vary,
+        "parameters": None if params is None else json.dumps(params, sort_keys=True),
         "metadata": json.dumps({k: v for k, v in m.items() if k not in skip}, sort_keys=True, default=str),
         "designer_model": m.get("designer_model"),
         "grounding_ref": m.get("grounding_ref"),
@@ -168,6 +215,7 @@ def export_row(rec: EnvRecord) -> dict[str, Any]:
         "max_episode_steps": m.get("max_episode_steps"),
         "created_at": m.get("created_at"),
         "updated_at": m.get("updated_at"),
+        "published_in": "spade-envs (seed suite)" if rec.trusted else (_published_repo(rec) or repo),
         # variants: the parent program's full id and the fixed kwargs (JSON object); null otherwise
         "parent": rec.parent,
         "params": canonical_params(rec.params) if rec.parent else None,

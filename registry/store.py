@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
@@ -38,6 +39,7 @@ from .rows import STATUSES, record_from_row, row_values, seed_by_sha
 DB_NAME = "registry.sqlite3"
 BUSY_TIMEOUT_S = 60.0
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+_UNWRITABLE = re.compile(r"readonly|read-only|unable to open|disk I/O|locked|permission", re.I)
 
 
 def spade_home() -> Path:
@@ -68,7 +70,7 @@ def _check_header(path: Path) -> None:
     """Refuse a non-empty file that is not an SQLite database before SQLite touches it."""
     try:
         size = path.stat().st_size
-    except FileNotFoundError:
+    except OSError:  # missing, or a parent is not a folder: opening reports it
         return
     if size == 0:
         return
@@ -80,6 +82,13 @@ def _check_header(path: Path) -> None:
             "move it away or point SPADE_HOME elsewhere",
             kind="corrupt",
         )
+
+
+def _folder_error(folder: Path, exc: OSError) -> str:
+    blocker = next((q for q in (folder, *folder.parents) if q.exists() and not q.is_dir()), None)
+    if blocker is not None:
+        return f"SPADE_HOME {folder} cannot be used: {blocker} is a file, not a folder; point SPADE_HOME at a folder"
+    return f"cannot create {folder}: {exc.strerror or exc}; point SPADE_HOME at a writable folder"
 
 
 class Registry:
@@ -105,7 +114,7 @@ class Registry:
             try:
                 p.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
-                raise RegistryError(f"cannot create {p.parent}: {exc.strerror}") from None
+                raise RegistryError(_folder_error(p.parent, exc)) from None
         mode = "ro" if readonly else ("rwc" if create else "rw")
         try:
             conn = sqlite3.connect(
@@ -116,7 +125,7 @@ class Registry:
             raise RegistryError(f"cannot open the registry store {p}: {exc}") from None
         reg = cls(conn, p, readonly)
         try:
-            reg._prepare(create=create and not readonly)
+            reg._prepare(create=create and not readonly, migrate=not readonly)
         except sqlite3.DatabaseError as exc:
             conn.close()
             if "locked" in str(exc) or "readonly" in str(exc) or "unable to open" in str(exc):
@@ -153,11 +162,13 @@ class Registry:
                 kind="newer_schema")
         return False
 
-    def _prepare(self, create: bool) -> None:
+    def _prepare(self, create: bool, migrate: bool = False) -> None:
+        """Check the file; initialise it (``create``) or upgrade an older schema
+        (``create`` or ``migrate``: an existing store opened for writing is upgraded)."""
         self._conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         fresh = self._check_identity()
         current = self._pragma("user_version")
-        if (fresh or current < SCHEMA_VERSION) and create:
+        if (fresh and create) or (not fresh and current < SCHEMA_VERSION and (create or migrate)):
             with self.transaction():
                 fresh = self._check_identity()  # another process may have won the race
                 start = self._pragma("user_version")
@@ -192,13 +203,28 @@ class Registry:
         """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on any exception)."""
         if self.readonly:
             raise RegistryError(f"the registry store {self.path} is open read-only")
-        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise self._write_error(exc) from None
         try:
             yield self._conn
-        except BaseException:
-            self._conn.execute("ROLLBACK")
+        except BaseException as exc:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError) and _UNWRITABLE.search(str(exc)):
+                raise self._write_error(exc) from None
             raise
-        self._conn.execute("COMMIT")
+        try:
+            self._conn.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            raise self._write_error(exc) from None
+
+    def _write_error(self, exc: Exception) -> RegistryError:
+        return RegistryError(f"cannot write the registry store {self.path} ({exc}); "
+                             "make SPADE_HOME writable or point it elsewhere")
 
     # -- writing ---------------------------------------------------------------------
     def add(self, source: str, *, replaces: str | EnvId | None = None, filename: str = "<env>",
@@ -268,23 +294,22 @@ class Registry:
 
         return find_variant(self, parent, params)
 
-    def variant_rows(self) -> list[tuple[int, int, str]]:
-        """(seq, version, params JSON) of every loadable variant; reads only its index."""
-        return self._conn.execute(
-            "SELECT seq, version, params FROM envs INDEXED BY envs_variant_rows "
-            "WHERE parent IS NOT NULL AND status IN ('active', 'deprecated')").fetchall()
+    def variant_rows(self, *seqs: int) -> list[tuple[int, int, str]]:
+        """(seq, version, params JSON) of every loadable variant (of these sequence numbers
+        only, when given); reads only its index."""
+        sql = ("SELECT seq, version, params FROM envs INDEXED BY envs_variant_rows "
+               "WHERE parent IS NOT NULL AND status IN ('active', 'deprecated')")
+        if not seqs:
+            return self._conn.execute(sql).fetchall()
+        return [row for seq in seqs for row in self._conn.execute(sql + " AND seq = ?", (seq,))]
 
     def _sync_gym(self, env_ids: list[EnvId]) -> None:
         """Keep this process's Gymnasium registry in step with the default store."""
         if not env_ids or self.path.resolve() != default_path().resolve():
             return
-        from .gym_registration import register_rows, register_variant_rows, unregister
+        from .gym_registration import sync
 
-        ids = {(e.seq, e.version) for e in env_ids}
-        rows = [r for r in self.registration_rows() if (r[0], r[1]) in ids]
-        unregister(env_ids)
-        register_rows(rows)
-        register_variant_rows([r for r in self.variant_rows() if (r[0], r[1]) in ids])
+        sync(self, env_ids)
 
     def _insert(self, conn: sqlite3.Connection, seq: int, version: int, values: dict[str, Any]) -> None:
         now = _now()
@@ -334,6 +359,30 @@ class Registry:
                 added.append(EnvId(seq, version))
         self._sync_gym(added)
         return counts
+
+    # -- sharing (merge on pull, publication, aliases, removal: see .sharing) ----------
+    def remove(self, env_id: str | EnvId) -> list[EnvId]:
+        """Delete a local, never-published entry (every version for an id without one)."""
+        from .sharing import remove
+
+        return remove(self, env_id)
+
+    def alias_target(self, env_id: str | EnvId) -> EnvId | None:
+        """The current id of an entry a pull renumbered away from ``env_id`` (or None)."""
+        from .sharing import alias_target
+
+        return alias_target(self._conn, parse_env_id(env_id) if isinstance(env_id, str) else env_id)
+
+    def aliases(self) -> list[dict[str, Any]]:
+        from .sharing import aliases
+
+        return aliases(self._conn)
+
+    def remote_commit(self, repo: str) -> str | None:
+        """The head of ``repo`` this store last pulled or pushed (None: never synced)."""
+        from .sharing import remote_commit
+
+        return remote_commit(self._conn, repo)
 
     def set_status(self, env_id: str | EnvId, status: str, reason: str | None = None) -> list[EnvId]:
         """Set the status of one version (or, for an id without version, of all its versions)."""
@@ -436,6 +485,31 @@ class Registry:
         return self._conn.execute(
             "SELECT seq, version, max_episode_steps FROM envs INDEXED BY envs_registration "
             "WHERE status IN ('active', 'deprecated')").fetchall()
+
+    def registration_rows_of(self, *seqs: int) -> list[tuple[int, int, int | None]]:
+        """:meth:`registration_rows` and :meth:`alias_rows` of these sequence numbers only."""
+        out: list[tuple[int, int, int | None]] = []
+        for seq in seqs:
+            out += self._conn.execute(
+                "SELECT seq, version, max_episode_steps FROM envs INDEXED BY envs_registration "
+                "WHERE status IN ('active', 'deprecated') AND seq = ?", (seq,)).fetchall()
+            out += self._conn.execute(
+                "SELECT old_seq, old_version, NULL FROM aliases WHERE old_seq = ? AND NOT EXISTS "
+                "(SELECT 1 FROM envs WHERE envs.seq = aliases.old_seq)", (seq,)).fetchall()
+        return out
+
+    def size_hint(self) -> int:
+        """An upper bound of the number of rows (O(log n): the largest rowid)."""
+        return int(self._conn.execute("SELECT coalesce(max(rowid), 0) FROM envs").fetchone()[0])
+
+    def alias_rows(self) -> list[tuple[int, int, int | None]]:
+        """(old seq, old version, None) of aliases whose old sequence number names no
+        entry any more: Gymnasium ids that stay makeable after a pull renumbered them
+        (an alias under a sequence number the remote now uses is left out of Gymnasium,
+        whose versionless lookup would pick it over the published entry)."""
+        return self._conn.execute(
+            "SELECT old_seq, old_version, NULL FROM aliases WHERE NOT EXISTS "
+            "(SELECT 1 FROM envs WHERE envs.seq = aliases.old_seq)").fetchall()
 
     def next_generation(self) -> int:
         """The generation number a new self-play round should use (1 + the newest)."""

@@ -1,8 +1,9 @@
 """spade-envs: a Gymnasium registry of LLM-synthesized environments (after SPADE).
 
 ``import spade_envs`` registers every environment of the active registry under the
-``spade/`` namespace, so ``gym.make("spade/Env-00001")`` works. The import stays light:
-no torch, transformers, trl, vllm or datasets.
+``spade/`` namespace, so ``gym.make("spade/Env-00001")`` works; ``refresh()`` picks up
+store changes made after the import, ``list_envs(...)`` lists and filters. The import
+stays light: no torch, transformers, trl, vllm or datasets.
 """
 
 from __future__ import annotations
@@ -28,9 +29,30 @@ def _register() -> None:
 _register()
 
 
+def refresh() -> int:
+    """Re-register the local store in this running process (DESIGN.md section 4):
+    environments added since ``import spade_envs`` (here or by another process, e.g.
+    ``spade registry add``) become makeable, removed or quarantined ones disappear.
+    Returns the number of store ids registered."""
+    from .registry.gym_registration import refresh as _refresh
+
+    return _refresh()
+
+
+def list_envs(*, skill: str | None = None, generation: int | None = None, status: str | None = None,
+              tags: list[str] | None = None) -> list:
+    """The environments of the active registry, seeds first then the store, as
+    ``EnvRecord`` objects (``env_id``, ``generation``, ``status``, ``skill``, ``metadata``...),
+    filtered by skill, generation (0 = the seed suite), status (``active``,
+    ``deprecated``, ``quarantined``) and tags (any of)."""
+    from .registry import list_envs as _list_envs
+
+    return _list_envs(skill=skill, generation=generation, status=status, tags=tags)
+
+
 def make_aec(env_id: str, **kwargs):
-    """PettingZoo AEC environment for a multi-player game (see spade_envs.multiagent)."""
-    from .multiagent import make_aec as _make_aec
+    """PettingZoo AEC environment for a multi-player game (see spade_envs.games)."""
+    from .games import make_aec as _make_aec
 
     return _make_aec(env_id, **kwargs)
 
@@ -42,6 +64,8 @@ __all__ = [
     "ToolSpecError",
     "ToolUseBaseEnv",
     "UnknownEnvironmentError",
+    "list_envs",
     "make_aec",
+    "refresh",
     "__version__",
 ]

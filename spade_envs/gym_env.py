@@ -1,24 +1,44 @@
-"""``SpadeEnv``: the Gymnasium face of an environment program.
+r"""``SpadeEnv``: the Gymnasium face of an environment program.
 
 Observations and actions are Unicode text (:class:`~spade_envs.spaces.UnicodeText`).
-``reset`` returns ``info`` with ``tools`` (OpenAI function specs), ``env_id`` and
-``version``; the privileged hint is added (to the first observation and to ``info``) only
-when the environment was made with ``hint=True``. Environment code runs through a
-runtime: in-process for the shipped seed suite, the sandbox for anything else unless
-``trust_remote_code=True``. A program that raises or hangs ends its episode
-(``truncated=True``, ``info["error"]``) instead of raising into the caller.
+Environment code runs through a runtime: in-process for the shipped seed suite, the
+sandbox for anything else unless ``trust_remote_code=True``.
+
+- ``reset`` returns ``info`` with ``tools`` (OpenAI function specs), ``env_id``,
+  ``version`` and ``messages`` (the opening conversation, see :meth:`SpadeEnv.messages`);
+  the privileged hint is added (to the first observation and to ``info``) only when the
+  environment was made with ``hint=True``. ``seed`` must be None or an int.
+- ``step`` takes text (``str``; ``bytes`` are decoded as UTF-8; anything else raises
+  :class:`~spade_envs.episode.InvalidActionError`, a ``TypeError``). Its ``info`` carries
+  ``turn`` (step calls since reset) and, when the episode ends, ``terminated_by`` or
+  ``truncated_by`` (``"max_turns"``, ``"env"``, or a failure verdict such as
+  ``"timeout"``; see :mod:`spade_envs.episode`). A program that raises or hangs ends its
+  episode (``truncated=True``, ``info["error"]``) instead of raising into the caller.
+- Multi-player games (two or more players) are played from one seat against a built-in
+  opponent: ``opponent="scripted"`` (default), ``"random"`` or a callable
+  ``policy(observation, legal_actions) -> str``; ``seat=`` picks the agent's seat
+  (:mod:`spade_envs.games.gym_view`). PettingZoo (``spade_envs.make_aec``) is the
+  multi-agent API.
+- Environments pickle: the pickled form is the id/version (or the source) plus the
+  episode so far (seed and actions), replayed on unpickling in any process.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
 
 from .actions import solution_to_actions
+from .episode import EpisodeLog, coerce_action, coerce_seed, constructor_default, end_reason
 from .errors import EnvExecutionError, EnvProgramError, SpadeError
-from .runtime import EnvRuntime, EnvSession, get_runtime
+from .prompts import SYSTEM_PROMPT, opening_messages
+from .runtime import EnvRuntime, EnvSession
 from .spaces import UnicodeText
+from .trust import get_runtime
+
+StepTuple = tuple[str, float, bool, bool, dict]
 
 
 class SpadeEnv(gym.Env[str, str]):
@@ -40,12 +60,16 @@ class SpadeEnv(gym.Env[str, str]):
         runtime: EnvRuntime | None = None,
         render_mode: str | None = None,
         env_kwargs: dict[str, Any] | None = None,
+        opponent: Any = "scripted",
+        seat: int = 0,
         **kwargs: Any,
     ) -> None:
         if (env_id is None) == (source is None):
             raise ValueError("give exactly one of env_id= or source=")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        from .games import is_multiplayer, is_multiplayer_source
+
         trusted = False
         if env_id is not None:
             from .registry.catalog import resolve
@@ -56,34 +80,43 @@ class SpadeEnv(gym.Env[str, str]):
                 env_kwargs = {**record.params, **(env_kwargs or {})}
             self.env_id, self.version = record.env_id.base, record.env_id.version
             self.spade_metadata = dict(record.metadata)
-            from .multiplayer import is_multiplayer
-
-            if is_multiplayer(record):
-                raise EnvProgramError(
-                    f"{record.env_id.base} is a multi-player game: use spade_envs.make_aec({record.env_id.base!r})"
-                )
+            game = is_multiplayer(record)
         else:
             self.env_id, self.version, self.spade_metadata = None, None, {}
+            game = is_multiplayer_source(source)
+        assert source is not None
+        self._init_args = {"env_id": env_id if env_id is None else self.env_id, "version": self.version,
+                           "source": None if env_id is not None else source, "hint": hint,
+                           "trust_remote_code": trust_remote_code, "render_mode": render_mode,
+                           "env_kwargs": {**(env_kwargs or {}), **kwargs}, "opponent": opponent, "seat": seat}
         self.render_mode = render_mode
         self.observation_space = UnicodeText()
         self.action_space = UnicodeText()
         self.use_hint = hint
+        self.is_game = game
         self._runtime = runtime or get_runtime(trusted=trusted, trust_remote_code=trust_remote_code)
         # the program's own parameters: gym.make(id, difficulty=3) or env_kwargs={...};
         # the runtime validates them against the program's PARAMETERS (spade_envs.parameters)
         env_kwargs = self.env_kwargs = {**(env_kwargs or {}), **kwargs}
-        self._session: EnvSession = self._runtime.open(
-            source, kwargs=env_kwargs, filename=self.spade_metadata.get("file", "<env>")
-        )
+        filename = self.spade_metadata.get("file", "<env>")
+        if game:
+            self._session: EnvSession = _open_game_view(source, self._runtime, env_kwargs, filename, opponent, seat)
+        else:
+            self._session = self._runtime.open(source, kwargs=env_kwargs, filename=filename)
+        self._max_turns = env_kwargs.get("max_turns", _default_max_turns(source))
+        self._log = EpisodeLog()
         self._last_obs = ""
+        self._first_obs = ""
         self._failed = False
 
     # -- Gymnasium API --------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
+        seed = coerce_seed(seed)
         super().reset(seed=seed)
         if seed is None:
             seed = int(self.np_random.integers(0, 2**31 - 1))
         obs, info = self._session.reset(seed)
+        self._log.reset(seed)
         info = dict(info)
         info.update(tools=self._session.tools, env_id=self.env_id, version=self.version)
         if self.use_hint:
@@ -92,22 +125,37 @@ class SpadeEnv(gym.Env[str, str]):
                 obs = f"{obs}\n\nHint: {hint}"
                 info["hint"] = hint
         self._failed = False
-        self._last_obs = obs
+        self._last_obs = self._first_obs = obs
+        info["messages"] = self.messages()
         return obs, info
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict]:
+    def step(self, action: str) -> StepTuple:
+        action = coerce_action(action)
         if self._failed:
-            return self._last_obs, 0.0, False, True, {"error": "episode already failed; call reset()"}
+            return self._last_obs, 0.0, False, True, {"error": "episode already failed; call reset()",
+                                                      "truncated_by": "error", "turn": self._log.turns}
         try:
-            obs, reward, terminated, truncated, info = self._session.step(str(action))
+            result: StepTuple | SpadeError = self._session.step(action)
         except (EnvExecutionError, EnvProgramError) as exc:
+            result = exc
+        return self._finish_step(action, result)
+
+    def _finish_step(self, action: str, result: StepTuple | SpadeError) -> StepTuple:
+        """The wrapper's bookkeeping after the program answered (or failed) ``action``."""
+        self._log.actions.append(action)
+        if isinstance(result, SpadeError):
             self._failed = True
-            kind = getattr(exc, "kind", None) or getattr(exc, "stage", "error")
-            obs = f"Environment error ({kind}): {exc}"
+            kind = getattr(result, "kind", None) or getattr(result, "stage", "error")
+            obs = f"Environment error ({kind}): {result}"
             self._last_obs = obs
-            return obs, 0.0, False, True, {"error": str(exc), "verdict": kind}
+            return obs, 0.0, False, True, {"error": str(result), "verdict": kind, "truncated_by": kind,
+                                           "turn": self._log.turns}
+        obs, reward, terminated, truncated, info = result
         self._last_obs = obs
-        return obs, reward, terminated, truncated, dict(info)
+        counted = info.get("game_moves", self._log.turns) if self.is_game else self._log.turns
+        info = end_reason(info, terminated, truncated, counted, self._max_turns)
+        info["turn"] = self._log.turns
+        return obs, reward, terminated, truncated, info
 
     def render(self) -> str | None:
         return self._last_obs if self.render_mode == "ansi" else None
@@ -126,6 +174,16 @@ class SpadeEnv(gym.Env[str, str]):
     def tools(self) -> list[dict[str, Any]]:
         return self._session.tools
 
+    def messages(self, *, native_tools: bool = False, answer_tool: bool = False,
+                 system_prompt: str = SYSTEM_PROMPT) -> list[dict[str, str]]:
+        """The opening conversation of the current episode, ``[system, user(first
+        observation)]``: the system message states the protocol, the answer format and
+        (``native_tools=False``) the tool specs; ``native_tools=True`` leaves the specs to a
+        chat template that renders them; ``answer_tool=True`` asks for the final answer
+        through an ``answer`` tool (function-calling trainers). See :mod:`spade_envs.prompts`."""
+        return opening_messages(self._first_obs, self._session.tools, native_tools=native_tools,
+                                answer_tool=answer_tool, base=system_prompt)
+
     def solution(self) -> str:
         """Replayable winning action text of the current episode, one action per line."""
         return "\n".join(solution_to_actions(self._session.solution()))
@@ -139,3 +197,77 @@ class SpadeEnv(gym.Env[str, str]):
 
     def snapshot(self) -> Any:
         return self._session.snapshot()
+
+    @property
+    def turns(self) -> int:
+        """Step calls since the last reset."""
+        return self._log.turns
+
+    # -- pickling ---------------------------------------------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        """id/version (or source) + the episode so far; the session itself never travels."""
+        rng = getattr(self, "_np_random", None)
+        return {"init": dict(self._init_args), "seed": self._log.seed, "started": self._log.started,
+                "actions": list(self._log.actions), "use_hint": self.use_hint,
+                "rng": None if rng is None else rng.bit_generator.state, "spec": getattr(self, "spec", None)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state["init"])  # type: ignore[misc]
+        self.use_hint = state.get("use_hint", self.use_hint)
+        if state.get("started"):
+            self.reset(seed=state["seed"])
+            for action in state.get("actions", []):
+                self.step(action)
+        if state.get("rng") is not None:
+            self.np_random.bit_generator.state = state["rng"]
+        self.spec = state.get("spec")
+
+
+def _default_max_turns(source: str) -> Any:
+    """The program's ``max_turns`` default, read statically (``ToolUseBaseEnv``'s when a
+    subclass inherits its constructor)."""
+    value = constructor_default(source, None, "max_turns")
+    if value is None and "ToolUseBaseEnv" in source:
+        import inspect
+
+        from .toolbase import ToolUseBaseEnv
+
+        value = inspect.signature(ToolUseBaseEnv.__init__).parameters["max_turns"].default
+    return value
+
+
+def _open_game_view(source: str, runtime: EnvRuntime, kwargs: dict[str, Any] | None, filename: str,
+                    opponent: Any, seat: int) -> EnvSession:
+    from .games.gym_view import GameViewSession
+    from .games.runtime import MultiPlayerSession, adapt_source
+    from .games.format import inspect_game
+
+    info = inspect_game(source, filename)
+    session = runtime.open(adapt_source(source, info), kwargs=kwargs, filename=filename)
+    try:
+        return GameViewSession(MultiPlayerSession(session, runtime, info), opponent=opponent, seat=seat)
+    except SpadeError:
+        try:
+            session.close()
+        except SpadeError:
+            pass
+        raise
+
+
+def step_many(envs: Sequence[SpadeEnv], actions: Sequence[str]) -> list[StepTuple]:
+    """Step each env with its action, exactly as ``env.step`` would, but with the calls
+    of envs that share a runtime sent through one ``EnvRuntime.step_batch`` (one round trip
+    per runtime for a sandbox). Games and failed episodes step one by one."""
+    out: list[StepTuple | None] = [None] * len(envs)
+    groups: dict[int, tuple[EnvRuntime, list[int]]] = {}
+    texts = [coerce_action(a) for a in actions]
+    for i, env in enumerate(envs):
+        if env.is_game or env._failed:
+            out[i] = env.step(texts[i])
+        else:
+            groups.setdefault(id(env._runtime), (env._runtime, []))[1].append(i)
+    for runtime, idx in groups.values():
+        results = runtime.step_batch([(envs[i]._session, texts[i]) for i in idx])
+        for i, result in zip(idx, results):
+            out[i] = envs[i]._finish_step(texts[i], result)
+    return [o for o in out if o is not None]

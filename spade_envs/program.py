@@ -136,11 +136,38 @@ def _read_metadata(tree: ast.Module, filename: str) -> dict[str, Any]:
     return {}
 
 
+#: modules SPADE's programs import that exist only as aliases (SPADE's loader puts its
+#: base-class module in ``sys.modules`` under this name): ``name -> exported names``
+ALIAS_MODULES: dict[str, tuple[str, ...]] = {"tool_use_base_env": ("ToolUseBaseEnv",)}
+
+
+def alias_module_attrs(name: str) -> dict[str, Any]:
+    """The objects an alias module of :data:`ALIAS_MODULES` exports."""
+    from . import toolbase
+
+    return {attr: getattr(toolbase, attr) for attr in ALIAS_MODULES[name]}
+
+
+def install_alias_modules() -> None:
+    """Register the alias modules in ``sys.modules`` (trusted execution only; idempotent),
+    so ``from tool_use_base_env import ToolUseBaseEnv`` works as under SPADE's loader."""
+    import sys
+    import types
+
+    for name in ALIAS_MODULES:
+        if name not in sys.modules:
+            module = types.ModuleType(name, "spade-envs alias of SPADE's base-class module")
+            module.__dict__.update(alias_module_attrs(name))
+            sys.modules[name] = module
+
+
 def trusted_prelude() -> dict[str, Any]:
     """The prelude as real modules and objects, for trusted (in-process) execution."""
     import importlib
 
     from .toolbase import ToolUseBaseEnv
+
+    install_alias_modules()
 
     ns: dict[str, Any] = {m: importlib.import_module(m) for m in PRELUDE_MODULES}
     for name, (mod, attr) in PRELUDE_NAMES.items():

@@ -9,6 +9,10 @@ implementations exist:
 - ``spade_envs.sandbox.SandboxRuntime`` executes in isolated worker processes under a
   RestrictedPython policy (DESIGN.md section 5). It is the default for everything else.
 
+Which of the two runs a given source is decided by :func:`spade_envs.trust.get_runtime`;
+this module never imports the sandbox (the sandbox builds on it), so the dependency runs
+one way: ``runtime`` <- ``sandbox`` <- ``trust``.
+
 Contract of every session method: it returns values that passed
 :mod:`spade_envs.contract`, or raises :class:`EnvProgramError` (the program broke the
 format) or :class:`EnvExecutionError` (it raised, hung or broke a limit). It never lets
@@ -24,7 +28,7 @@ from typing import Any
 
 from .actions import parse_tool_calls
 from .contract import StepResult, check_reset_result, check_step_result, check_text
-from .errors import EnvExecutionError, EnvProgramError, SpadeError, UntrustedCodeError
+from .errors import EnvExecutionError, EnvProgramError, SpadeError
 from .parameters import resolve_kwargs
 from .program import inspect_program, trusted_prelude
 from .tools import ArgumentValidator, validate_tool_specs
@@ -198,10 +202,16 @@ class InProcessRuntime(EnvRuntime):
     """Runs programs with the real interpreter: trusted code only."""
 
     def open(self, source: str, *, kwargs: dict[str, Any] | None = None, filename: str = "<env>") -> EnvSession:
+        import sys
+        import types
+
         info = inspect_program(source, filename)
         kwargs = resolve_kwargs(source, kwargs, filename)
-        namespace = trusted_prelude()
-        namespace["__name__"] = f"spade_env_{info.sha256[:12]}"
+        # a registered module, as SPADE's loader makes: dataclasses and enum look it up
+        module = types.ModuleType(f"spade_env_{info.sha256[:12]}")
+        namespace = module.__dict__
+        namespace.update(trusted_prelude())
+        sys.modules[module.__name__] = module
         try:
             code = compile(source, filename, "exec", dont_inherit=True)
             exec(code, namespace)  # noqa: S102 - trusted by contract of this class
@@ -209,23 +219,3 @@ class InProcessRuntime(EnvRuntime):
             raise EnvProgramError(f"{filename}: module body raised {type(exc).__name__}: {exc}", stage="compile") from None
         cls = namespace[info.class_name]
         return InProcessSession(guarded_call(f"{info.class_name}()", lambda: cls(**(kwargs or {}))))
-
-
-_SHARED: dict[str, EnvRuntime] = {}
-
-
-def get_runtime(*, trusted: bool = False, trust_remote_code: bool = False) -> EnvRuntime:
-    """The runtime for a source: in-process when the code ships with this package
-    (``trusted``) or the user passed ``trust_remote_code=True``; otherwise the sandbox."""
-    if trusted or trust_remote_code:
-        return _SHARED.setdefault("inprocess", InProcessRuntime())
-    try:
-        from .sandbox import SandboxRuntime
-    except ImportError:
-        raise UntrustedCodeError(
-            "this source is not shipped with spade-envs and the sandbox is unavailable; "
-            "pass trust_remote_code=True to run it in-process at your own risk"
-        ) from None
-    if "sandbox" not in _SHARED:
-        _SHARED["sandbox"] = SandboxRuntime()
-    return _SHARED["sandbox"]

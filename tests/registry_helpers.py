@@ -39,3 +39,27 @@ def spade_home(tmp_path, monkeypatch):
     yield tmp_path / "home"
     for key in set(gym_registry) - before:
         gym_registry.pop(key, None)
+
+
+def playable_source(i: int, skill: str = "arithmetic") -> str:
+    """A small program that passes the real acceptance pipeline (no answer leak, the
+    solution wins, garbage does not); distinct for every ``i``."""
+    return (
+        "import random\n\n"
+        f"METADATA = {{'name': 'Relay {i}', 'skill': {skill!r}, 'tags': ['relay']}}\n\n\n"
+        f"class Relay{i}Env:\n"
+        "    def __init__(self, max_turns=2, **kwargs):\n"
+        "        self.max_turns = max_turns\n"
+        "        self.reset()\n\n"
+        "    def reset(self, seed=None):\n"
+        f"        rng = random.Random((seed or 0) * 7919 + {i})\n"
+        "        self._a, self._b, self._turn = rng.randint(10, 99), rng.randint(10, 99), 0\n"
+        f"        return f'Runner {i} carries {{self._a}} letters, the next one {{self._b}}. Total? Use \\\\boxed{{{{}}}}.', {{}}\n\n"
+        "    def step(self, action):\n"
+        "        self._turn += 1\n"
+        "        if f'\\\\boxed{{{self._a + self._b}}}' in action:\n"
+        "            return 'Delivered!', 1.0, True, False, {}\n"
+        "        return 'Wrong count.', 0.0, False, self._turn >= self.max_turns, {}\n\n"
+        "    def solution(self):\n"
+        "        return str(self._a + self._b)\n"
+    )

@@ -8,7 +8,7 @@ import pytest
 
 from spade_envs.agents import AgentError, PlayTask, load_agent, load_backend, parse_spec
 from spade_envs.agents import chat
-from spade_envs.multiplayer import is_multiplayer
+from spade_envs.games import is_multiplayer
 from spade_envs.registry.catalog import seed_records
 
 SEED_IDS = [rec.env_id.base for rec in seed_records() if not is_multiplayer(rec)]

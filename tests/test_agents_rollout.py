@@ -9,7 +9,7 @@ from spade_envs.agents import PlayTask, load_agent
 from spade_envs.agents.backend_openai import OpenAIBackend
 from spade_envs.agents.rollout import LLMAgent
 from spade_envs.agents.server import serve
-from spade_envs.multiplayer import is_multiplayer
+from spade_envs.games import is_multiplayer
 from spade_envs.registry.catalog import seed_records
 
 SEED_IDS = [rec.env_id.base for rec in seed_records() if not is_multiplayer(rec)]

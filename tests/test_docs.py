@@ -64,6 +64,11 @@ def run_tutorial(name: str, tmp_path: Path) -> None:
     text = (DOCS / name).read_text(encoding="utf-8")
     env = {**os.environ, "SPADE_HOME": str(tmp_path / "home"), "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
            "TRL_EXPERIMENTAL_SILENCE": "1", "PYTHONUNBUFFERED": "1"}
+    if "ACEBENCH_ROOT" not in env:  # the evals tutorial runs ACEBench's real data from the shared checkout
+        found = [p / "shared" / "acebench" for p in Path(__file__).resolve().parents
+                 if (p / "shared" / "acebench" / "data_all").is_dir()]
+        if found:
+            env["ACEBENCH_ROOT"] = str(found[0])
     work = tmp_path / "work"
     work.mkdir()
     background: list[subprocess.Popen] = []

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from spade_envs.designer.acceptance_multiplayer import MP_STAGES, MultiPlayerAcceptance, MultiPlayerConfig
+from spade_envs.designer.acceptance import AcceptanceConfig, AcceptancePipeline
+from spade_envs.designer.game_stages import GameAcceptance
+from spade_envs.designer.verdicts import GAME_STAGES
 from spade_envs.designer.verdicts import AcceptanceReport
-from spade_envs.multiplayer import is_multiplayer
+from spade_envs.games import is_multiplayer
 from spade_envs.registry.catalog import resolve, seed_records
 
 GAMES = [r for r in seed_records() if is_multiplayer(r)]
@@ -16,7 +18,7 @@ GUIDE = resolve("spade/Env-00028").source
 
 @pytest.fixture(scope="module")
 def trusted():
-    return MultiPlayerAcceptance(trust_remote_code=True)
+    return GameAcceptance(trust_remote_code=True)
 
 
 @pytest.mark.parametrize("record", GAMES, ids=[r.metadata["file"] for r in GAMES])
@@ -24,13 +26,13 @@ def test_every_seed_game_is_accepted(trusted, record):
     report = trusted.run(record.source, record.metadata["file"])
     assert isinstance(report, AcceptanceReport)
     assert report.accepted, report.summary()
-    assert [s.name for s in report.stages] == list(MP_STAGES)
+    assert [s.name for s in report.stages] == list(GAME_STAGES)
     data = report.to_json()
     assert data["accepted"] is True and data["rejected_at"] is None and data["multiplayer"] is True
 
 
 def test_a_seed_game_is_accepted_in_the_sandbox():
-    report = MultiPlayerAcceptance().run(NIM, "nim.py")
+    report = GameAcceptance().run(NIM, "nim.py")
     assert report.accepted, report.summary()
 
 
@@ -86,21 +88,40 @@ def test_hidden_information_game_that_hides_nothing_is_rejected(trusted):
 
 
 def test_raising_game_and_garbage_source_get_verdicts(trusted):
-    stage, detail = _reject(trusted, NIM.replace("        self._heaps = [", "        raise ValueError('boom')\n        self._heaps = ["))
+    stage, detail = _reject(trusted, NIM.replace("    def reset(self, seed=None):\n", "    def reset(self, seed=None):\n        raise ValueError('boom')\n", 1))
     assert stage == "compile" and "boom" in detail
     assert _reject(trusted, "def broken(:\n")[0] == "size_syntax"
 
 
 def test_config_controls_the_scripted_threshold():
-    strict = MultiPlayerAcceptance(MultiPlayerConfig(min_scripted_score=1.01, games_per_seat=2), trust_remote_code=True)
+    strict = GameAcceptance(AcceptanceConfig(min_scripted_score=1.01, games_per_seat=2), trust_remote_code=True)
     report = strict.run(NIM)
     assert report.rejected_at == "scripted_play"
 
 
-def test_dispatch_routes_games_and_leaves_single_player_sources_alone():
-    from spade_envs.designer.acceptance import AcceptanceConfig
-    from spade_envs.designer.acceptance_multiplayer import dispatch
+def test_the_one_pipeline_routes_games_to_the_game_stages():
+    pipeline = AcceptancePipeline(AcceptanceConfig(seeds=(4, 5)), trust_remote_code=True)
+    report = pipeline.run(NIM, "nim.py")
+    assert report.accepted, report.summary()
+    # a game with PARAMETERS (the seeds have ladders) ends with the parameters verdict
+    assert [s.name for s in report.stages if s.name != "parameters"] == list(GAME_STAGES)
+    assert report.to_json()["multiplayer"] is True
+    single = pipeline.run(resolve("spade/Env-00001").source, "lock.py")
+    assert single.accepted and "multiplayer" not in single.to_json()
+    assert "scripted_play" not in [s.name for s in single.stages]
 
-    report = dispatch(NIM, "nim.py", AcceptanceConfig(seeds=(4, 5)), None, True)
-    assert report is not None and report.accepted, report.summary()
-    assert dispatch(resolve("spade/Env-00001").source, "lock.py", None, None, True) is None
+
+def test_acceptance_modules_import_one_way():
+    """stage_runner <- stages / game_stages <- acceptance: no module imports one that imports it."""
+    import ast
+    import pathlib
+
+    import spade_envs.designer as designer
+
+    root = pathlib.Path(designer.__path__[0])
+    edges = {}
+    for name in ("acceptance", "stages", "game_stages", "stage_runner", "verdicts", "probes"):
+        tree = ast.parse((root / f"{name}.py").read_text())
+        edges[name] = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 1}
+    assert "acceptance" not in edges["stages"] | edges["game_stages"] | edges["stage_runner"]
+    assert "stages" not in edges["stage_runner"] and "game_stages" not in edges["stages"]

@@ -10,8 +10,8 @@ from registry_helpers import spade_home  # noqa: F401
 
 import spade_envs
 from spade_envs.errors import EnvProgramError
-from spade_envs.multiagent import TextObservation, make_aec, make_parallel
-from spade_envs.multiplayer import is_multiplayer, is_multiplayer_source
+from spade_envs.games.pettingzoo import TextObservation, make_aec, make_parallel
+from spade_envs.games import is_multiplayer, is_multiplayer_source
 from spade_envs.registry.catalog import resolve, seed_records
 
 GAMES = [r for r in seed_records() if is_multiplayer(r)]

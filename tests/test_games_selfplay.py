@@ -10,7 +10,7 @@ import pytest
 from spade_envs.agents import Backend, Generation
 from spade_envs.evals import games
 from spade_envs.evals.games import GameRunner, match_specs, run_games, run_games_suite, summarize
-from spade_envs.multiplayer_runtime import RandomPolicy, ScriptedPolicy, open_game
+from spade_envs.games import RandomPolicy, ScriptedPolicy, open_game
 
 MOVES = ["\\boxed{1 1}", "\\boxed{3}", "\\boxed{20}", "\\boxed{N}", "\\boxed{DIG}", "\\boxed{2 5}", "\\boxed{liar}",
          "\\boxed{3 3 2}", "no idea"]

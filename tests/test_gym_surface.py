@@ -125,7 +125,7 @@ def test_import_is_light():
 
 def test_demo_replays_the_seed_suite(capsys):
     from spade_envs.cli.main import main
-    from spade_envs.multiplayer import is_multiplayer
+    from spade_envs.games import is_multiplayer
 
     assert main(["demo", "--seeds", "1"]) == 0
     out = capsys.readouterr().out

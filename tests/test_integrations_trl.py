@@ -83,7 +83,7 @@ def test_trl_extracts_the_same_tools_from_a_class():
     assert sorted(names) == ["answer", "find_customer", "get_balance", "list_accounts", "pending_transactions"]
     from transformers.utils import get_json_schema
 
-    specs = {s["function"]["name"]: s for s in cls._tool_specs}
+    specs = {s["function"]["name"]: s for s in type(env)._tool_specs}
     for name in names:
         schema = get_json_schema(getattr(env, name))
         if name == "answer":
@@ -144,23 +144,23 @@ def test_dataset_families_and_reference_wins_through_methods():
         assert row["prompt"][-1] == {"role": "user", "content": ""}
         assert _play_reference(env, row) == 1.0, row["env_id"]
         assert env.answer("again").startswith("The episode is over")
-    # a row whose seed has other tools than the class is refused, not silently played
-    rows = [r for r in ds if r["env_id"] == "spade/Env-00015-v0"]
-    if rows[0]["environment"] != rows[1]["environment"]:
-        env = factories[rows[0]["environment"]]()
-        with pytest.raises(IntegrationError, match="other tools"):
-            env.reset(env_id=rows[1]["env_id"], seed=rows[1]["seed"])
+    # one class per environment: 9 environments, 9 classes (the text-only one shared)
+    assert len(factories) == 9
+    # a row of another environment is refused, not silently played
+    ledger = factories[next(r["environment"] for r in ds if r["env_id"] == "spade/Env-00013-v0")]()
+    with pytest.raises(IntegrationError, match="not the environment of class"):
+        ledger.reset(env_id="spade/Env-00016-v0", seed=0)
 
 
 def test_factories_rebuild_in_a_fresh_process_state():
-    ds = trl_adapter.build_prompt_dataset(["spade/Env-00017"], seeds=[2])
+    ds = trl_adapter.build_prompt_dataset(["spade/Env-00017"], seeds=[2, 3])
     name = ds[0]["environment"]
-    saved = trl_adapter._CLASSES.pop(name)
+    saved = trl_adapter._FACTORIES.pop(name)
     try:
         rebuilt = trl_adapter.environment_factories(ds)[name]
-        assert rebuilt.__name__ == name and rebuilt._tool_specs == saved._tool_specs
+        assert rebuilt.name == name and rebuilt.tool_specs == saved.tool_specs
     finally:
-        trl_adapter._CLASSES[name] = saved
+        trl_adapter._FACTORIES[name] = saved
 
 
 def _scripted_generation(trainer, original):

@@ -122,3 +122,55 @@ def test_corrupt_store_is_one_clear_line(cli, spade_home):  # noqa: F811
     assert err.count("\n") == 1 and "not a spade registry" in err
     _, err = cli("registry", "list", code=1)
     assert "not a spade registry" in err
+
+
+def test_error_paths_are_one_line(cli, spade_home, tmp_path, monkeypatch):  # noqa: F811
+    (tmp_path / "e.py").write_text(synthetic_source(1))
+    spade_home.parent.mkdir(parents=True, exist_ok=True)
+    spade_home.write_text("not a folder")  # SPADE_HOME is a file
+    _, err = cli("registry", "add", str(tmp_path / "e.py"), code=1)
+    assert err.count("\n") == 1 and "is a file, not a folder" in err and "internal error" not in err
+    spade_home.unlink()
+    _, err = cli("registry", "export", str(tmp_path / "e.py"), code=1)  # export onto a file
+    assert err.count("\n") == 1 and "is a file" in err
+    _, err = cli("registry", "list", "--status", "bogus", code=2)
+    assert "active, deprecated, quarantined" in err
+    cli("registry", "list", "--generation", "-1", code=2)
+    cli("registry", "add", str(tmp_path / "e.py"), "--generation", "-1", code=2)
+    out, err = cli("registry", "add", str(tmp_path / "missing.py"), code=1)
+    assert "no such file" in err and "no such file" not in out
+
+
+def test_unwritable_store_is_a_registry_error(tmp_path):
+    """A store that cannot be written (read-only home; root ignores chmod, so the
+    connection itself is read-only here) gives RegistryError, not sqlite's OperationalError."""
+    import sqlite3
+
+    from spade_envs.errors import RegistryError
+    from spade_envs.registry.store import Registry
+
+    path = tmp_path / "r.sqlite3"
+    with Registry.open(path) as writable:
+        writable.add(synthetic_source(2))
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+    reg = Registry(conn, path, readonly=False)
+    with pytest.raises(RegistryError, match="cannot write the registry store"):
+        reg.add(synthetic_source(1))
+    with pytest.raises(RegistryError, match="cannot write"):
+        reg.set_status("spade/Env-01000", "deprecated")
+    assert reg.get("spade/Env-01000").status == "active"  # nothing lost, still readable
+
+
+def test_corrupt_store_at_import_is_one_warning_line(spade_home):  # noqa: F811
+    import os
+    import subprocess
+    import sys
+
+    spade_home.mkdir(parents=True)
+    (spade_home / "registry.sqlite3").write_bytes(b"garbage" * 200)
+    env = {**os.environ, "SPADE_HOME": str(spade_home)}
+    out = subprocess.run([sys.executable, "-c", "import spade_envs"], env=env, capture_output=True, text=True)
+    assert out.returncode == 0 and out.stderr.count("\n") == 1 and "not a spade registry" in out.stderr
+    spade = os.path.join(os.path.dirname(sys.executable), "spade")
+    out = subprocess.run([spade, "registry", "stats"], env=env, capture_output=True, text=True)
+    assert out.returncode == 1 and out.stderr.count("\n") == 1 and "RuntimeWarning" not in out.stderr

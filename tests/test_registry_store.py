@@ -191,3 +191,36 @@ def test_import_registers_store_and_survives_bad_stores(tmp_path):
     unwritable = tmp_path / "ro"
     unwritable.mkdir(mode=0o500)
     assert _probe(unwritable / "sub")[:2] == [n_seeds, "0"]
+
+
+def test_lazy_registration_of_a_large_store(tmp_path):
+    """Above SPADE_EAGER_REGISTRATION_MAX the import registers the store lazily: every id
+    still makes, is `in gym.registry`, and `refresh()` sees later additions."""
+    home = tmp_path / "home"
+    with Registry.open(home / "registry.sqlite3") as reg:
+        for i in range(6):
+            reg.add(synthetic_source(i))
+        reg.add(synthetic_source(9), replaces="spade/Env-01002")
+        reg.set_status("spade/Env-01004", "quarantined", "bad")
+    code = f"""
+import gymnasium as gym, spade_envs
+from spade_envs.registry.gym_lazy import active
+from spade_envs.registry.store import Registry
+from registry_helpers import synthetic_source
+assert active() is not None
+assert "spade/Env-01003-v0" not in dict(gym.registry)       # not built at import
+assert "spade/Env-01003-v0" in gym.registry                # ... but found on lookup
+env = gym.make("spade/Env-01002", trust_remote_code=True)  # latest version of a lazy id
+assert env.unwrapped.version == 1, env.unwrapped.version
+assert "spade/Env-01004-v0" not in gym.registry            # quarantined: never registered
+Registry.open().add(synthetic_source(20))
+assert "spade/Env-01006-v0" in gym.registry                # an add in this process
+gym.make("spade/Env-01006-v0", trust_remote_code=True).reset(seed=0)
+import gymnasium.envs.registration as r
+assert "spade/Env-01006-v0" in r.__dict__["registry"] and gym.registry is r.registry
+print("ok")
+"""
+    env = {**os.environ, "SPADE_HOME": str(home), "SPADE_EAGER_REGISTRATION_MAX": "3",
+           "PYTHONPATH": os.path.dirname(__file__)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]

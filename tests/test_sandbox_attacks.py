@@ -72,7 +72,7 @@ CASES = [
     ("getattr_subclasses", program("c = getattr(self, '__class__')\ngetattr(c, '__subclasses__')()"), "step", ("execution", "security"), "__subclasses__"),
     ("getattr_int_subclasses", program("getattr(int, '__sub' + 'classes__')()"), "step", ("execution", "security"), "__subclasses__"),
     ("getattr_private_module", program("getattr(re, '_' + 'compile')"), "step", ("execution", "security"), "_compile"),
-    ("type_three_args", program("type('X', (object,), {})"), "step", ("execution", "error"), "TypeError"),
+    ("type_three_args", program("type('X', (object,), {})"), "step", ("execution", "security"), "three arguments"),
     ("bad_base_class", program(module="class Evil(type(re)):\n    pass"), "open", ("execution", "security"), "derive"),
     ("vars_module", program("vars(math)"), "step", ("execution", "security"), "vars"),
     # module reach through public attributes

@@ -18,7 +18,7 @@ import spade_envs  # noqa: F401  (registers spade/ ids)
 from spade_envs.actions import extract_answer, extract_boxed
 from spade_envs.gym_env import SpadeEnv
 from spade_envs.program import inspect_program
-from spade_envs.multiplayer import is_multiplayer
+from spade_envs.games import is_multiplayer
 from spade_envs.registry.catalog import seed_records
 
 SKILLS = (

@@ -202,3 +202,26 @@ def test_migration_from_v1_keeps_entries(tmp_path):
                               "updated_at) VALUES (1005, 0, 'abc', 'KnobSumEnv', 1, 'now', 'now')")
     finally:
         reg.close()
+
+
+def test_merge_on_pull_keeps_variants_apart_from_their_parent(reg, tmp_path):
+    from spade_envs.registry.hub_export import export, read_rows
+    from spade_envs.registry.sharing import merge_rows
+
+    parent = reg.add(SUM_SOURCE, generation=1)
+    res = reg.add_variant(str(parent.env_id), {"n_terms": 5}, generation=2)
+    export(reg.list(), tmp_path / "ds")
+    rows = read_rows(tmp_path / "ds")
+    other = Registry.open(tmp_path / "other.sqlite3")
+    try:
+        mine = other.add(SUM_SOURCE)  # the same parent, local and unpublished
+        assert mine.env_id == parent.env_id
+        out = merge_rows(other, rows, repo="user/envs", commit="c1")
+        assert out.added == [str(res.env_id)] and out.unchanged == 1 and not out.deduplicated
+        pulled = other.get(res.env_id)
+        assert pulled.parent == str(parent.env_id) and pulled.params["n_terms"] == 5
+        assert other.get(parent.env_id).parent is None
+        again = merge_rows(other, rows, repo="user/envs", commit="c1")
+        assert again.added == [] and again.unchanged == 2
+    finally:
+        other.close()

@@ -20,7 +20,7 @@ def register(app: typer.Typer) -> None:
         from rich.table import Table
 
         import spade_envs  # noqa: F401  (registers the suite)
-        from spade_envs.multiplayer import is_multiplayer
+        from spade_envs.games import is_multiplayer
         from spade_envs.registry.catalog import seed_records
 
         table = Table(title="spade seed suite: reference replay")

@@ -16,7 +16,7 @@ from typing import Any
 
 import typer
 
-SUITES = ("registry", "bfcl-v4-multi-turn", "acebench-agent", "games")
+SUITES = ("registry", "bfcl-v4-multi-turn", "acebench-agent", "acebench", "games")
 
 
 def _bar(total: int, desc: str, enabled: bool) -> Any:
@@ -71,27 +71,48 @@ def _run_bfcl(agent: str, categories: list[str] | None, limit: int | None, agree
     return rows, summary, {"categories": categories or list(bfcl.CATEGORIES)}
 
 
-def _run_acebench(agent: str, categories: list[str] | None, limit: int | None, data: str | None, trust: bool,
-                  show: bool, max_new_tokens: int) -> tuple[list, dict, dict]:
+def _run_acebench(suite: str, agent: str, categories: list[str] | None, limit: int | None, data: str | None,
+                  trust: bool, show: bool, max_new_tokens: int, agreement: bool) -> tuple[list, dict, dict]:
     import os
 
+    from spade_envs.errors import SpadeError
     from spade_envs.evals import acebench
 
     root = data or os.environ.get("ACEBENCH_ROOT")
+    if categories is None:
+        categories = list(acebench.AGENT if suite == "acebench-agent" else acebench.CATEGORIES)
+    elif suite == "acebench-agent" and any(c not in acebench.AGENT for c in categories):
+        raise SpadeError(f"acebench-agent runs {', '.join(acebench.AGENT)}; use --suite acebench for the others")
+    if not trust and any(c in acebench.NORMAL for c in categories):
+        raise SpadeError("the normal categories are scored by ACEBench's checker code from the checkout, which "
+                         "runs in-process: pass --trust-remote-code, or choose agent_*/special_* categories")
     entries = acebench.load_acebench(root, categories, limit=limit)
-    resolve = acebench.checkout_resolver(root, trust_remote_code=trust)
-    backend = None
+    backend = user_backend = None
     if agent != "replay:reference":
         from spade_envs.agents import load_backend
 
         backend = load_backend(agent)
+    from spade_envs.trust import get_runtime
+
+    runtime = get_runtime(trust_remote_code=trust)
     bar = _bar(len(entries), "acebench", show)
     try:
-        rows, summary = acebench.run_acebench(entries, resolve, backend=backend, progress=bar.update,
-                                              **({} if backend is None else {"max_new_tokens": max_new_tokens}))
+        rows, summary = acebench.run_acebench(root, entries, backend=backend, user_backend=user_backend,
+                                              trust_remote_code=trust, runtime=runtime, progress=bar.update,
+                                              max_new_tokens=max_new_tokens)
+        if agreement and trust:
+            from spade_envs.evals.acebench_agreement import check_agreement
+
+            summary["agreement"] = check_agreement(root, entries, rows, runtime=runtime, trust_remote_code=True,
+                                                   perturbations=backend is None)
+        elif agreement:
+            summary["agreement"] = {"skipped": "ACEBench's own evaluator is code from the checkout; pass "
+                                               "--trust-remote-code to score this run with it as well"}
     finally:
         bar.close()
-    return rows, summary, {"data": str(root)}
+        runtime.close()
+    return rows, summary, {"data": str(root), "categories": categories,
+                           "runtime": "in-process (--trust-remote-code)" if trust else "sandbox"}
 
 
 def register(app: typer.Typer) -> None:
@@ -108,9 +129,11 @@ def register(app: typer.Typer) -> None:
         generation: int | None = typer.Option(None, "--generation", help="registry: only this generation"),
         skill: str | None = typer.Option(None, "--skill", help="registry: only this skill"),
         tag: list[str] = typer.Option([], "--tag", help="registry: required tag (repeatable)"),
-        data: str | None = typer.Option(None, "--data", help="acebench-agent: the ACEBench checkout"),
-        trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="acebench: run the checkout's classes"),
-        agreement: bool = typer.Option(True, "--agreement/--no-agreement", help="bfcl: check verdicts with BFCL's checker"),
+        data: str | None = typer.Option(None, "--data", help="acebench: the ACEBench checkout (or ACEBENCH_ROOT)"),
+        trust_remote_code: bool = typer.Option(False, "--trust-remote-code",
+                                               help="acebench: run the checkout's code in-process (scenarios, checker)"),
+        agreement: bool = typer.Option(True, "--agreement/--no-agreement",
+                                       help="bfcl/acebench: check verdicts with the benchmark's own evaluator"),
         max_new_tokens: int = typer.Option(256, "--max-new-tokens", min=1, help="model agents: tokens per step"),
         max_turns: int = typer.Option(10, "--max-turns", min=1, help="registry: turn limit per episode"),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="progress bar on stderr"),
@@ -133,12 +156,17 @@ def register(app: typer.Typer) -> None:
         elif suite == "bfcl-v4-multi-turn":
             rows, summary, extra = _run_bfcl(agent, cats, limit, agreement, progress, max_new_tokens)
         else:
-            rows, summary, extra = _run_acebench(agent, cats, limit, data, trust_remote_code, progress, max_new_tokens)
+            rows, summary, extra = _run_acebench(suite, agent, cats, limit, data, trust_remote_code, progress,
+                                                 max_new_tokens, agreement)
         options = {"category": cats, "limit": limit, "split": split, "seeds": seeds, "generation": generation,
                    "skill": skill, "tags": tag}
         results = build_results(suite, agent, rows, summary, options=options, **extra)
         folder = out or Path("spade-eval") / re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{suite}__{agent}")
         paths = write_report(results, folder)
+        if suite.startswith("acebench"):
+            from spade_envs.evals.acebench import write_acebench_layout
+
+            paths["acebench_results"] = str(write_acebench_layout(rows, folder))
         if as_json:
             typer.echo(json.dumps({**results, "report": paths}, default=str))
             return
@@ -147,5 +175,9 @@ def register(app: typer.Typer) -> None:
                    f"[{100 * h['ci95'][0]:.1f}, {100 * h['ci95'][1]:.1f}] over {h['n']}")
         if "agreement" in summary:
             a = summary["agreement"]
-            typer.echo(f"agreement with BFCL's checker: {a['agree']}/{a['n']}")
+            if "entries" in a:
+                typer.echo(f"agreement with ACEBench's evaluation: entries {a['entries']['agree']}/{a['entries']['n']}, "
+                           f"perturbed {a['perturbed']['agree']}/{a['perturbed']['n']}")
+            elif "agree" in a:
+                typer.echo(f"agreement with BFCL's checker: {a['agree']}/{a['n']}")
         typer.echo(f"report: {paths['html']}\nleaderboard: {paths['markdown']}\nresults: {paths['json']}")

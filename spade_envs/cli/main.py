@@ -32,6 +32,7 @@ COMMAND_MODULES = [
     "spade_envs.cli.design",
     "spade_envs.cli.selfplay",
     "spade_envs.cli.eval_cmd",
+    "spade_envs.cli.leaderboard",
     "spade_envs.cli.bench",
     "spade_envs.cli.demo",
     "spade_envs.cli.serve",

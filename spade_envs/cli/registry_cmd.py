@@ -1,4 +1,5 @@
-"""``spade registry list|show|add|stats|export|push|pull|deprecate|quarantine|activate``.
+"""``spade registry list|show|add|stats|deprecate|quarantine|activate`` (``export``,
+``push``, ``pull`` and ``remove``: :mod:`.registry_sharing`).
 
 The store is ``$SPADE_HOME/registry.sqlite3`` (:mod:`spade_envs.registry.store`).
 ``add`` runs every candidate (``.py`` files, JSONL pools, folders of them) through the
@@ -71,6 +72,22 @@ def acceptance_runner(reg: Any, replaces: str | None = None) -> Callable[[str, s
     return run
 
 
+def spec_runtime() -> Any:
+    """The runtime in which ``registry add`` reads an accepted program's tool specs:
+    the acceptance sandbox (the program is untrusted)."""
+    from ..designer.acceptance import sandbox_runtime
+
+    return sandbox_runtime(2.0)
+
+
+def tool_spec_fields(source: str, filename: str, runtime: Any) -> dict[str, Any]:
+    """``tool_specs`` (seed 0's) and, when they vary by seed, a metadata flag saying so."""
+    from ..registry.toolspecs import collect_tool_specs
+
+    specs, vary = collect_tool_specs(source, runtime, filename=filename)
+    return {"tool_specs": specs, **({"tool_specs_vary_by_seed": True} if vary else {})}
+
+
 def add_files(files: list[str], *, generation: int | None = None, replaces: str | None = None,
               accept: Callable[[str, str], dict[str, Any]] | None = None) -> dict[str, Any]:
     """Read candidates, run acceptance, store the accepted ones. Returns the
@@ -101,6 +118,10 @@ def add_files(files: list[str], *, generation: int | None = None, replaces: str 
             fields = dict(cand.fields)
             if generation is not None:
                 fields["generation"] = generation
+            specs = tool_spec_fields(cand.source, cand.file, spec_runtime())  # measured here, never claimed
+            fields["tool_specs"] = specs.pop("tool_specs")
+            if specs:
+                fields["metadata"] = {**(fields.get("metadata") or {}), **specs}
             try:
                 res = reg.add(cand.source, filename=cand.file, replaces=replaces, acceptance=verdict["stages"], **fields)
             except SpadeError as exc:
@@ -108,6 +129,17 @@ def add_files(files: list[str], *, generation: int | None = None, replaces: str 
                 continue
             added.append(res.as_json())
     return {"added": added, "rejected": rejected}
+
+
+def check_filters(generation: int | None = None, status: str | None = None) -> None:
+    """Usage errors (exit 2) for a negative generation or an unknown status."""
+    from ..registry.rows import STATUSES
+    from .main import fail
+
+    if generation is not None and generation < 0:
+        raise fail(f"--generation must be 0 or more (0 = the seed suite), got {generation}", 2)
+    if status is not None and status not in STATUSES:
+        raise fail(f"--status must be one of {', '.join(STATUSES)}, got '{status}'", 2)
 
 
 # -- commands ---------------------------------------------------------------------------
@@ -120,9 +152,10 @@ def list_cmd(
     as_json: bool = typer.Option(False, "--json", help="print one JSON object on stdout"),
 ) -> None:
     """List the active registry: the seed suite and the local store."""
+    check_filters(generation, status)
     recs = _records(generation=generation, skill=skill, status=status, tags=tag)
     envs = [{"id": r.env_id.base, "version": r.env_id.version, "generation": r.generation, "status": r.status,
-             "skill": r.skill} for r in recs]
+             "skill": r.skill, "parent": r.parent} for r in recs]
     if as_json:
         _echo_json({"envs": envs})
         return
@@ -149,6 +182,7 @@ def show_cmd(
     rec = resolve(env_id)
     info = {"id": rec.env_id.base, "version": rec.env_id.version, "generation": rec.generation, "status": rec.status,
             "class_name": rec.class_name, "skill": rec.skill, "trusted": rec.trusted,
+            "parent": rec.parent, "params": rec.params,
             "metadata": {k: v for k, v in rec.metadata.items() if k != "acceptance"},
             "acceptance": rec.metadata.get("acceptance", [])}
     if source or as_json:
@@ -176,6 +210,8 @@ def add_cmd(
 
     if replaces is not None and len(files) != 1:
         raise fail("--replaces takes exactly one FILE", 2)
+    if generation is not None and generation < 1:
+        raise fail(f"--generation of a new entry must be 1 or more (0 is the shipped seed suite), got {generation}", 2)
     result = add_files(files, generation=generation, replaces=replaces)
     if as_json:
         _echo_json(result)
@@ -183,7 +219,7 @@ def add_cmd(
         for a in result["added"]:
             typer.echo(f"{'added' if a['new'] else 'already stored'}: {a['id']}-v{a['version']}")
         for r in result["rejected"]:
-            typer.echo(f"rejected at {r['rejected_at']}: {r['file']}: {r['detail']}")
+            typer.echo(f"rejected at {r['rejected_at']}: {r['file']}: {r['detail']}", err=r["rejected_at"] == "read")
         by_stage = Counter(r["rejected_at"] for r in result["rejected"])
         summary = ", ".join(f"{n} at {s}" for s, n in by_stage.most_common())
         typer.echo(f"{sum(a['new'] for a in result['added'])} new, {len(result['added'])} accepted, "
@@ -224,55 +260,7 @@ _status_command("quarantine", "quarantined", "Quarantine an entry: never resolve
 _status_command("activate", "active", "Mark an entry active again.")
 
 
-@registry_app.command("export")
-def export_cmd(
-    out_dir: str = typer.Argument(..., help="folder to write (README.md + data/gen-NNNN/*.parquet)"),
-    generation: Optional[int] = typer.Option(None, help="only generations up to this one"),
-    as_json: bool = typer.Option(False, "--json"),
-) -> None:
-    """Write the registry in the Hugging Face dataset layout."""
-    from ..registry.hub_export import export
-
-    summary = export(_records(), out_dir, max_generation=generation)
-    _echo_json(summary) if as_json else typer.echo(
-        f"wrote {summary['rows']} rows in {len(summary['generations'])} generation(s) to {out_dir}")
-
-
-@registry_app.command("push")
-def push_cmd(
-    repo: str = typer.Argument(..., help="dataset repo id, e.g. me/spade-registry"),
-    generation: Optional[int] = typer.Option(None, help="publish generations up to this one"),
-    endpoint: Optional[str] = typer.Option(None, help="Hub endpoint (default: HF_ENDPOINT or huggingface.co)"),
-    token: Optional[str] = typer.Option(None, help="Hub token (default: the saved login)"),
-    private: bool = typer.Option(False, help="create the repo private"),
-    as_json: bool = typer.Option(False, "--json"),
-) -> None:
-    """Publish the registry as a dataset: one atomic commit, a tag gen-NNNN per generation."""
-    from ..registry.hub_sync import push
-
-    res = push(_records(), repo, generation=generation, endpoint=endpoint, token=token, private=private)
-    _echo_json(res) if as_json else typer.echo(
-        f"{repo}: {'new commit' if res['new_commit'] else 'unchanged'} {res['commit'][:12]}, "
-        f"{res['rows']} rows; tags created: {', '.join(res['tags_created']) or 'none'}")
-
-
-@registry_app.command("pull")
-def pull_cmd(
-    repo: str = typer.Argument(..., help="dataset repo id"),
-    revision: Optional[str] = typer.Option(None, help="branch, tag (gen-0003) or commit; default main"),
-    endpoint: Optional[str] = typer.Option(None, help="Hub endpoint (default: HF_ENDPOINT or huggingface.co)"),
-    token: Optional[str] = typer.Option(None),
-    as_json: bool = typer.Option(False, "--json"),
-) -> None:
-    """Load a published registry into the local store (its code only runs sandboxed)."""
-    from ..registry.hub_sync import pull
-
-    with _open() as reg:
-        res = pull(reg, repo, revision=revision, endpoint=endpoint, token=token)
-    _echo_json(res) if as_json else typer.echo(
-        f"{repo}@{res['commit'][:12]}: {res['added']} added, {res['unchanged']} already present, "
-        f"{res['seeds']} seed rows skipped")
-
-
 def register(app: typer.Typer) -> None:
+    from . import registry_sharing  # noqa: F401 - adds export, push, pull, remove to registry_app
+
     app.add_typer(registry_app, name="registry")

@@ -104,7 +104,7 @@ class SpadeOpenEnv(Environment):
     def _open(self, env_id: str) -> tuple[Any, str]:
         from ..gym_env import SpadeEnv
         from ..registry.catalog import resolve
-        from ..runtime import get_runtime
+        from ..trust import get_runtime
 
         record = resolve(env_id)
         if self.allowed is not None and record.env_id.base not in self.allowed and str(record.env_id) not in self.allowed:

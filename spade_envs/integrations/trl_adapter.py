@@ -9,19 +9,27 @@ last user message, calls a tool method with the model's arguments as keywords, a
 ``get_reward()`` once per finished rollout. Tools are read once per class, so every
 instance of a class must expose the same tools.
 
-Hence one class per **family**: the environments (and seeds) that share one tool set.
-A tool environment whose tool specs depend on the seed (an ``enum`` of this episode's
-channel names, say) has one family per distinct spec set; text-only environments share
-one family, ``SpadeTextEnv``. Each class has
+Hence one class per **environment** (id + version): its tools are the union of the tool
+specs its episodes show over the seeds of the dataset. A tool environment whose specs
+depend on the seed (an ``enum`` of this episode's channel names, say) is handled inside
+the class: the method's schema is the merge of the seeds' schemas (enums united), and
+every call is still validated by the environment against THIS episode's exact spec.
+Text-only environments share one class, ``SpadeTextEnv``. Each class has
 
 - ``reset(env_id, seed, hint=False, **row) -> str``: plays ``env_id`` with ``seed`` (both
   columns of the row) and returns the first observation;
 - one typed method per tool (:mod:`.tool_methods`), which sends a ``<tool_call>`` to the
-  environment and returns the observation; arguments are validated against the original
-  JSON Schema first;
+  environment and returns the observation;
 - ``answer(answer: str) -> str``: the final action (``<answer>...</answer>`` for tool
   environments, ``\boxed{...}`` for text games; call it once per move in multi-step games);
 - ``get_reward() -> float``: the episode return (last reward, clipped to [-1, 1]).
+
+The factories (:class:`EnvironmentFactory`, one per class) are picklable: they carry the
+class name and tool specs and rebuild the class in whatever process calls them, which is
+what ``AsyncGRPOTrainer`` needs (it pickles ``environment_factory`` into a spawned child).
+The system message of every prompt row is the environment's own
+(``SpadeEnv.messages(answer_tool=True)``, :mod:`spade_envs.prompts`): the same instructions
+``spade eval`` and the OpenEnv server give, asking for the final answer through ``answer``.
 
 Use::
 
@@ -41,14 +49,15 @@ Qwen2.5 template (:func:`tool_chat_template`) on its tokenizer, which TRL recogn
 
 from __future__ import annotations
 
-import hashlib
-import json
+import copy
 import random
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..actions import ToolCall
 from ..errors import IntegrationError, SpadeError
+from ..prompts import SYSTEM_PROMPT as BASE_PROMPT
+from ..prompts import system_prompt
 from .tool_methods import make_tool_method
 
 if TYPE_CHECKING:
@@ -57,12 +66,9 @@ if TYPE_CHECKING:
     from ..gym_env import SpadeEnv
     from ..registry.catalog import EnvRecord
 
-#: System message of the prompt dataset (the observation becomes the user message).
-SYSTEM_PROMPT = (
-    "You are an agent acting in an interactive environment. Use the provided tools to gather "
-    "what you need. When the task asks for a final answer (for example <answer>...</answer> or "
-    "\\boxed{...}), call the `answer` tool with it instead of writing it."
-)
+#: System message of the prompt dataset (the observation becomes the user message): the
+#: environment's own opening, in its ``answer_tool`` rendering.
+SYSTEM_PROMPT = system_prompt(None, answer_tool=True)
 TEXT_FAMILY = "SpadeTextEnv"
 _CLASSES: dict[str, type] = {}
 
@@ -92,6 +98,7 @@ class _SpadeTRLEnv:
     _family: str = ""
     _tool_specs: tuple = ()
     _text_game: bool = False
+    _env_key: str | None = None  # "spade/Env-00013-v0" (None: the shared text-only class)
 
     def __init__(self) -> None:
         self._envs: dict[str, "SpadeEnv"] = {}
@@ -114,10 +121,18 @@ class _SpadeTRLEnv:
             env = self._envs[env_id] = SpadeEnv(env_id)
         env.use_hint = bool(hint)
         obs, info = env.reset(seed=seed)
-        if _spec_hash(info["tools"]) != _spec_hash(list(self._tool_specs)):
+        if self._env_key is not None and _env_key(env) != self._env_key:
             raise IntegrationError(
-                f"{env_id} seed {seed} has other tools than environment family {self._family}: "
+                f"{env_id} is not the environment of class {self._family} ({self._env_key}): "
                 "build the dataset and the factories with build_prompt_dataset()/environment_factories()")
+        if self._env_key is None and info["tools"]:
+            raise IntegrationError(f"{env_id} has tools, so it has its own class, not {self._family}: "
+                                   "build the dataset and the factories with build_prompt_dataset()/environment_factories()")
+        known = {t["function"]["name"] for t in self._tool_specs}
+        extra = sorted({t["function"]["name"] for t in info["tools"]} - known)
+        if extra:
+            raise IntegrationError(f"{env_id} seed {seed} has tools that class {self._family} lacks "
+                                   f"({', '.join(extra)}): build the factories from a dataset with this seed")
         self._env, self.env_id, self.seed = env, env_id, seed
         self._reward, self._done = 0.0, False
         self.trajectory = [{"observation": obs}]
@@ -159,34 +174,87 @@ class _SpadeTRLEnv:
         self._envs.clear()
 
 
-def _spec_hash(specs: list[dict[str, Any]]) -> str:
-    return hashlib.sha256(json.dumps(specs, sort_keys=True).encode()).hexdigest()[:10]
+def _env_key(env: "SpadeEnv") -> str:
+    return f"{env.env_id}-v{env.version}" if env.env_id is not None else "source"
 
 
-def family_of(specs: list[dict[str, Any]], class_name: str | None) -> str:
-    """The family (= generated class) name for an episode with these tool specs."""
-    if not specs:
-        return TEXT_FAMILY
-    return f"{class_name or 'Spade'}_{_spec_hash(specs)}"
+def _class_name(record: "EnvRecord") -> str:
+    return f"{record.class_name or 'Spade'}_{record.env_id.seq:05d}v{record.env_id.version}"
 
 
-def family_class(specs: list[dict[str, Any]], class_name: str | None) -> type:
-    """The generated class for a tool set (built once per process, then cached)."""
-    name = family_of(specs, class_name)
-    cls = _CLASSES.get(name)
-    if cls is not None:
-        return cls
-    namespace: dict[str, Any] = {"_family": name, "_tool_specs": tuple(specs),
-                                 "__doc__": f"spade environment family {name} (generated for TRL)."}
-    if specs:
+def merge_tool_specs(spec_lists: Iterable[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """One tool list for every seed of an environment: tools by name in first-seen order;
+    a tool whose spec differs between seeds keeps the first spec with each differing
+    property merged (enums united; otherwise the first schema without its enum), and only
+    the parameters every seed requires stay required. The environment still validates
+    each call against the episode's own spec."""
+    merged: dict[str, dict[str, Any]] = {}
+    for specs in spec_lists:
         for spec in specs:
-            method = make_tool_method(spec)
-            namespace[method.__name__] = method
-    else:
+            name = spec["function"]["name"]
+            if name not in merged:
+                merged[name] = copy.deepcopy(spec)
+                continue
+            have = merged[name]["function"].setdefault("parameters", {"type": "object", "properties": {}})
+            new = spec["function"].get("parameters") or {}
+            props = have.setdefault("properties", {})
+            for pname, pschema in (new.get("properties") or {}).items():
+                props[pname] = _merge_schema(props[pname], pschema) if pname in props else copy.deepcopy(pschema)
+            if "required" in have or "required" in new:
+                have["required"] = [r for r in have.get("required", []) if r in set(new.get("required", []))]
+    return list(merged.values())
+
+
+def _merge_schema(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    if a == b:
+        return a
+    out = copy.deepcopy(a)
+    if isinstance(a.get("enum"), list) and isinstance(b.get("enum"), list):
+        out["enum"] = list(a["enum"]) + [v for v in b["enum"] if v not in a["enum"]]
+    elif "enum" in out:
+        out.pop("enum")
+    if isinstance(a.get("items"), dict) and isinstance(b.get("items"), dict):
+        out["items"] = _merge_schema(a["items"], b["items"])
+    return out
+
+
+def build_class(name: str, specs: list[dict[str, Any]], env_key: str | None) -> type:
+    """The environment class ``name`` with these (merged) tool specs, built once per process."""
+    cls = _CLASSES.get(name)
+    if cls is not None and list(cls._tool_specs) == list(specs):
+        return cls
+    namespace: dict[str, Any] = {"_family": name, "_tool_specs": tuple(specs), "_env_key": env_key,
+                                 "__module__": __name__,
+                                 "__doc__": f"spade environment {env_key or 'text-only family'} (generated for TRL)."}
+    for spec in specs:
+        method = make_tool_method(spec)
+        namespace[method.__name__] = method
+    if not specs:
         namespace["_text_game"] = True
     cls = type(name, (_SpadeTRLEnv,), namespace)
     _CLASSES[name] = cls
     return cls
+
+
+class EnvironmentFactory:
+    """A picklable zero-argument factory of one environment class (what TRL's
+    ``environment_factory`` takes): it carries the class name, the environment and the
+    merged tool specs, and builds the class in the process that calls it."""
+
+    def __init__(self, name: str, tool_specs: list[dict[str, Any]], env_key: str | None) -> None:
+        self.name = self.__name__ = name
+        self.tool_specs = [copy.deepcopy(s) for s in tool_specs]
+        self.env_key = env_key
+
+    @property
+    def env_class(self) -> type:
+        return build_class(self.name, self.tool_specs, self.env_key)
+
+    def __call__(self) -> _SpadeTRLEnv:
+        return self.env_class()
+
+    def __repr__(self) -> str:
+        return f"EnvironmentFactory({self.name!r}, {len(self.tool_specs)} tools)"
 
 
 # -- dataset and factories ----------------------------------------------------------------
@@ -207,9 +275,10 @@ def _seeds(seeds: int | Iterable[int]) -> list[int]:
 
 
 def episode_families(selection: "str | EnvRecord | Iterable[str | EnvRecord]",
-                     seeds: int | Iterable[int] = 1) -> list[tuple[str, int, type]]:
-    """``(versioned env id, seed, class)`` for every environment of the selection and seed:
-    each (env, seed) is reset once to read its tool specs."""
+                     seeds: int | Iterable[int] = 1) -> list[tuple[str, int, EnvironmentFactory, str]]:
+    """``(versioned env id, seed, factory, system message)`` for every environment of the
+    selection and seed: each (env, seed) is reset once to read its tool specs; the specs of
+    one environment over all its seeds make its one class."""
     from ..gym_env import SpadeEnv
 
     out = []
@@ -217,54 +286,84 @@ def episode_families(selection: "str | EnvRecord | Iterable[str | EnvRecord]",
         env_id = str(rec.env_id)
         env = SpadeEnv(rec.env_id.base, rec.env_id.version)
         try:
+            seen = []
             for seed in _seeds(seeds):
                 _, info = env.reset(seed=seed)
-                out.append((env_id, seed, family_class(info["tools"], rec.class_name)))
+                seen.append((seed, info["tools"], env.messages(answer_tool=True)[0]["content"]))
         finally:
             env.close()
+        if any(tools for _, tools, _ in seen):
+            specs = merge_tool_specs(tools for _, tools, _ in seen)
+            factory = EnvironmentFactory(_class_name(rec), specs, env_id)
+        else:
+            factory = EnvironmentFactory(TEXT_FAMILY, [], None)
+        out.extend((env_id, seed, factory, system) for seed, _, system in seen)
     return out
 
 
 def build_prompt_dataset(selection: "str | EnvRecord | Iterable[str | EnvRecord]", seeds: int | Iterable[int] = 1,
-                         *, hint: bool = False, system_prompt: str = SYSTEM_PROMPT) -> "Dataset":
+                         *, hint: bool = False, system_prompt: str | None = None) -> "Dataset":
     """The prompt dataset for a registry selection (ids such as ``"spade/Env-00013"`` or
     ``EnvRecord`` objects from ``Registry.list()``) and seeds (an int ``n`` means
-    ``range(n)``): one row per (environment, seed) with columns ``prompt`` (system message
-    and an empty user message that ``reset`` fills with the observation), ``environment``
-    (the family class name, the key of :func:`environment_factories`), ``env_id`` (with
-    version), ``seed`` and ``hint``."""
+    ``range(n)``): one row per (environment, seed) with columns ``prompt`` (the
+    environment's system message and an empty user message that ``reset`` fills with the
+    observation), ``environment`` (the class name, the key of
+    :func:`environment_factories`), ``env_id`` (with version), ``seed`` and ``hint``.
+    ``system_prompt`` replaces the system message of every row (default: the environment's)."""
     from datasets import Dataset
 
     rows = episode_families(selection, seeds)
+    _remember(rows)
     return Dataset.from_dict({
-        "prompt": [[{"role": "system", "content": system_prompt}, {"role": "user", "content": ""}] for _ in rows],
-        "environment": [cls.__name__ for _, _, cls in rows],
-        "env_id": [env_id for env_id, _, _ in rows],
-        "seed": [seed for _, seed, _ in rows],
+        "prompt": [[{"role": "system", "content": system_prompt or system}, {"role": "user", "content": ""}]
+                   for _, _, _, system in rows],
+        "environment": [factory.name for _, _, factory, _ in rows],
+        "env_id": [env_id for env_id, _, _, _ in rows],
+        "seed": [seed for _, seed, _, _ in rows],
         "hint": [bool(hint)] * len(rows),
     })
 
 
-def environment_factories(dataset: Any) -> dict[str, type]:
-    """``{environment column value: class}`` for ``GRPOTrainer(environment_factory=...)``.
+_FACTORIES: dict[str, EnvironmentFactory] = {}
 
-    Classes made by :func:`build_prompt_dataset` in this process are reused; for a dataset
-    built elsewhere (saved, then loaded) the first row of each family is replayed to
-    rebuild its class. Raises :class:`IntegrationError` when a row does not match."""
-    names = dataset["environment"]
-    out: dict[str, type] = {}
+
+def _remember(rows: list[tuple[str, int, EnvironmentFactory, str]]) -> None:
+    for _, _, factory, _ in rows:
+        _FACTORIES[factory.name] = factory
+
+
+def environment_factories(dataset: Any) -> dict[str, EnvironmentFactory]:
+    """``{environment column value: factory}`` for ``GRPOTrainer(environment_factory=...)``
+    (and ``AsyncGRPOTrainer``: the factories pickle).
+
+    Factories made by :func:`build_prompt_dataset` in this process are reused; for a
+    dataset built elsewhere (saved, then loaded) each environment's rows are replayed to
+    rebuild its factory. Raises :class:`IntegrationError` when a row does not match."""
+    names = list(dataset["environment"])
+    out: dict[str, EnvironmentFactory] = {}
+    pending: dict[str, list[int]] = {}
     for i, name in enumerate(names):
-        if name in out:
+        if name in out or name in pending:
+            pending.get(name, []).append(i)
             continue
-        cls = _CLASSES.get(name)
-        if cls is None:
-            row = dataset[i]
-            try:
-                (_, _, cls), = episode_families([row["env_id"]], [row["seed"]])
-            except SpadeError as exc:
-                raise IntegrationError(f"cannot rebuild environment family {name}: {exc}") from None
-            if cls.__name__ != name:
-                raise IntegrationError(f"row {i}: {row['env_id']} seed {row['seed']} is family {cls.__name__}, "
+        if name in _FACTORIES:
+            out[name] = _FACTORIES[name]
+        else:
+            pending[name] = [i]
+    for name, rows in pending.items():
+        by_env: dict[str, list[int]] = {}
+        for i in rows:
+            by_env.setdefault(dataset[i]["env_id"], []).append(int(dataset[i]["seed"]))
+        if name != TEXT_FAMILY and len(by_env) != 1:
+            raise IntegrationError(f"environment class {name} holds rows of several environments: {sorted(by_env)}")
+        try:
+            built = [episode_families([env_id], seeds) for env_id, seeds in by_env.items()]
+        except SpadeError as exc:
+            raise IntegrationError(f"cannot rebuild environment class {name}: {exc}") from None
+        factory = built[0][0][2]
+        for env_rows in built:
+            if env_rows[0][2].name != name:
+                raise IntegrationError(f"{env_rows[0][0]} is environment class {env_rows[0][2].name}, "
                                        f"but the dataset says {name}")
-        out[name] = cls
+        out[name] = _FACTORIES[name] = factory
     return out

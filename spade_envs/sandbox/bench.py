@@ -82,7 +82,7 @@ def _replay_batched(runtime: Any, records: Any, opened: dict) -> float:
 
 
 def run(quick: bool = False) -> dict[str, Any]:
-    from ..multiplayer import is_multiplayer
+    from ..games import is_multiplayer
     from ..registry.catalog import seed_records
     from ..runtime import InProcessRuntime
     from .restricted import RestrictedLoader

@@ -1,29 +1,35 @@
-"""Process layer of the sandbox: what confines a worker process.
+"""Process layer of the sandbox (the security boundary): what confines a worker.
 
-Applied in two places (see :mod:`.worker`):
+Applied in three places:
 
-- once in the **zygote** (the pre-loaded process workers are forked from):
-  :func:`isolate_network` and :func:`drop_privileges`;
-- in every **worker** right after the fork: :func:`apply_limits` and
-  :func:`install_audit_hook`.
+- by the **caller** when it starts the zygote: :func:`clean_environment` (an allow-list
+  of variables; no tokens, no credentials reach the zygote or any worker);
+- once in the **zygote**: :func:`isolate_network` (``unshare(CLONE_NEWNET)``, falling
+  back to ``CLONE_NEWUSER | CLONE_NEWNET`` for unprivileged users; only a downed loopback
+  exists inside, so no connection can be made, not even to the host's 127.0.0.1);
+- in every **worker**, right after the fork and before any program arrives:
+  :func:`jail_worker`, in this order —
 
-Network: the zygote calls ``unshare(CLONE_NEWNET)`` through libc (``os.unshare`` only
-exists from Python 3.12), falling back to ``CLONE_NEWUSER | CLONE_NEWNET`` for
-unprivileged users. Inside the new namespace only a downed loopback exists, so no
-connection can be made, not even to 127.0.0.1 of the host. When the kernel refuses
-both, the audit hook is the only barrier: it denies every ``socket.*`` event.
-:func:`network_mode` reports which applies (``"netns"`` or ``"audit-hook"``); the worker
-answers it to ``ping``. The audit hook is installed in every case (defence in depth)
-and also denies process creation, ``os.system``, signals, ``ctypes``, file writes and
-file-system changes.
+  1. descriptors: everything but the request and reply pipes is closed, 0-2 read
+     ``/dev/null``;
+  2. rlimits: ``RLIMIT_AS`` (the zygote's address space plus ``memory_mb``),
+     ``RLIMIT_CPU`` (``cpu_s`` over the worker's life), ``RLIMIT_FSIZE`` 0,
+     ``RLIMIT_NOFILE`` 32, ``RLIMIT_NPROC`` 0, ``RLIMIT_CORE`` 0;
+  3. ``PR_SET_NO_NEW_PRIVS``;
+  4. Landlock (:mod:`.landlock`): read-only access beneath the directories of the
+     modules the zygote loaded (the standard library and each imported package), nothing
+     else; TCP and signals outside the worker's own domain denied where the ABI has them;
+  5. a distinct uid per worker when the zygote runs as root (``WORKER_UID_BASE`` + the
+     worker's pid, unique among live processes; groups dropped), so no worker can signal
+     or inspect another worker, the zygote or the caller by the kernel's permission
+     checks; ``PR_SET_DUMPABLE`` 0;
+  6. the seccomp allow-list (:mod:`.syscalls`);
+  7. the audit hook (defence in depth only: a program that escapes the static layer can
+     replace its code object; the kernel layers above do not depend on it).
 
-Privileges: when running as root the zygote switches to ``nobody`` (``setgroups([])``,
-``setgid``, ``setuid``) after unsharing and sets ``PR_SET_NO_NEW_PRIVS``.
-
-Limits per worker: ``RLIMIT_AS`` (address space of the zygote plus ``memory_mb``),
-``RLIMIT_CPU`` (``cpu_s`` seconds over the worker's life; a worker over it is killed
-and replaced, failing its sessions with ``crash``), ``RLIMIT_FSIZE`` 0 (any file write
-fails), ``RLIMIT_NOFILE`` 32 and ``RLIMIT_NPROC`` 0 (no processes, no threads).
+Each step that the kernel refuses is recorded with its errno in the layer report
+(:func:`jail_worker`'s result), which the worker sends to the caller before serving;
+:class:`~.runtime.SandboxRuntime` exposes it as ``info()["layers"]`` and warns once.
 """
 
 from __future__ import annotations
@@ -33,17 +39,39 @@ import os
 import resource
 import signal
 import sys
+from collections.abc import Iterable, Mapping
 
 CLONE_NEWNET = 0x40000000
 CLONE_NEWUSER = 0x10000000
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
 PR_SET_NO_NEW_PRIVS = 38
+#: workers of a root zygote run as this uid plus their pid (never a real account's uid)
+WORKER_UID_BASE = 1 << 30
+
+#: variables a zygote inherits from the caller (anything else, tokens included, is dropped)
+ENV_ALLOWED = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH", "PYTHONHASHSEED", "SPADE_SANDBOX_STATIC")
 
 _network_mode = "audit-hook"
 
 
-def _libc():
+def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
+
+
+def _errno_text() -> str:
+    import errno
+
+    err = ctypes.get_errno()
+    return f"{errno.errorcode.get(err, err)} ({os.strerror(err)})"
+
+
+def clean_environment(source: Mapping[str, str]) -> dict[str, str]:
+    """The zygote's environment: allow-listed variables of ``source`` plus fixed ones."""
+    env = {k: source[k] for k in ENV_ALLOWED if k in source}
+    env.update(PATH="/usr/bin:/bin", HOME="/nonexistent", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
+               MKL_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1", PYTHONNOUSERSITE="1")
+    return env
 
 
 def isolate_network() -> str:
@@ -54,7 +82,7 @@ def isolate_network() -> str:
         if libc.unshare(flags) == 0:
             _network_mode = "netns"
             return _network_mode
-    _network_mode = "audit-hook"
+    _network_mode = f"audit-hook (unshare refused: {_errno_text()})"
     return _network_mode
 
 
@@ -67,23 +95,66 @@ def set_parent_death_signal() -> None:
     _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
-def drop_privileges() -> bool:
-    """Switch to ``nobody`` when root; set no-new-privs. Returns True when dropped."""
-    dropped = False
-    if os.geteuid() == 0:
-        import pwd
+def module_read_paths() -> list[str]:
+    """What a worker may read: the standard library and the directory (or single file)
+    of every top-level package currently imported — never a whole ``sys.path`` entry,
+    which for an editable install is a repository checkout."""
+    import sysconfig
 
+    paths = {os.path.realpath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib")}
+    entries = sorted({os.path.realpath(p) for p in sys.path if p and os.path.isdir(p)}, key=len, reverse=True)
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if not isinstance(file, str):
+            continue
+        real = os.path.realpath(file)
+        for entry in entries:
+            if real.startswith(entry + os.sep):
+                first = real[len(entry) + 1 :].split(os.sep, 1)[0]
+                paths.add(os.path.join(entry, first))
+                break
+    libs = {os.path.join(os.path.dirname(p), os.path.basename(p) + ".libs") for p in paths}
+    paths |= {p for p in libs if os.path.isdir(p)}  # vendored shared libraries (numpy.libs)
+    kept: list[str] = []
+    for path in sorted(p for p in paths if os.path.exists(p)):
+        if not any(path.startswith(k + os.sep) for k in kept):
+            kept.append(path)
+    return kept
+
+
+def _close_fds(keep: Iterable[int]) -> list[int]:
+    """Move ``keep`` to 3, 4, ...; close every other descriptor; 0-2 read /dev/null."""
+    keep = list(keep)
+    moved = []
+    for i, fd in enumerate(keep):
+        target = 10_000 + i
+        os.dup2(fd, target, inheritable=False)
+        moved.append(target)
+    null = os.open(os.devnull, os.O_RDONLY)
+    for std in (0, 1, 2):
+        os.dup2(null, std)
+    final = []
+    for i, fd in enumerate(moved):
+        os.dup2(fd, 3 + i, inheritable=False)
+        final.append(3 + i)
+    os.closerange(3 + len(final), 1 << 16)
+    return final
+
+
+def _rlimits(memory_mb: int, cpu_s: int) -> str:
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write over the limit fails, no kill
+    address_space = _vm_bytes() + memory_mb * 1024 * 1024
+    failed = []
+    for name, limit, value in (
+        ("AS", resource.RLIMIT_AS, address_space), ("CPU", resource.RLIMIT_CPU, cpu_s),
+        ("FSIZE", resource.RLIMIT_FSIZE, 0), ("NOFILE", resource.RLIMIT_NOFILE, 32),
+        ("NPROC", resource.RLIMIT_NPROC, 0), ("CORE", resource.RLIMIT_CORE, 0),
+    ):
         try:
-            nobody = pwd.getpwnam("nobody")
-            uid, gid = nobody.pw_uid, nobody.pw_gid
-        except KeyError:
-            uid = gid = 65534
-        os.setgroups([])
-        os.setgid(gid)
-        os.setuid(uid)
-        dropped = True
-    _libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-    return dropped
+            resource.setrlimit(limit, (value, value))
+        except (ValueError, OSError) as exc:
+            failed.append(f"{name}: {exc}")
+    return "applied" if not failed else "partly: " + "; ".join(failed)
 
 
 def _vm_bytes() -> int:
@@ -97,22 +168,58 @@ def _vm_bytes() -> int:
     return 0
 
 
-def apply_limits(memory_mb: int, cpu_s: int) -> None:
-    """Resource limits of one worker (after the fork, before running any program)."""
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write over the limit fails, no kill
-    address_space = _vm_bytes() + memory_mb * 1024 * 1024
-    for limit, value in (
-        (resource.RLIMIT_AS, address_space),
-        (resource.RLIMIT_CPU, cpu_s),
-        (resource.RLIMIT_FSIZE, 0),
-        (resource.RLIMIT_NOFILE, 32),
-        (resource.RLIMIT_NPROC, 0),
-        (resource.RLIMIT_CORE, 0),
-    ):
-        try:
-            resource.setrlimit(limit, (value, value))
-        except (ValueError, OSError):
-            pass
+def _distinct_uid() -> str:
+    if os.geteuid() != 0:
+        return f"shared uid {os.getuid()} (not root; Landlock signal scoping and seccomp still apply)"
+    uid = WORKER_UID_BASE + os.getpid()
+    try:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    except OSError as exc:
+        return f"refused: {exc}"
+    return f"uid {uid}"
+
+
+def jail_worker(memory_mb: int, cpu_s: int, read_paths: Iterable[str], keep_fds: Iterable[int]) -> tuple[list[int], dict]:
+    """Confine this (freshly forked) worker. Returns the new numbers of ``keep_fds`` and
+    the layer report ``{layer: "applied..." | "refused: ERRNO ..."}``."""
+    layers: dict[str, str] = {"environment": "allow-list", "network": _network_mode}
+    fds = _close_fds(keep_fds)
+    layers["descriptors"] = "pipes only"
+    layers["rlimits"] = _rlimits(memory_mb, cpu_s)
+    libc = _libc()
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        layers["no_new_privs"] = f"refused: {_errno_text()}"
+    try:
+        from . import landlock
+
+        got = landlock.restrict(read_paths)
+        extra = ", signals scoped" if got["signals_scoped"] else ""
+        layers["landlock"] = f"applied (ABI {got['abi']}, read-only beneath {len(list(read_paths))} paths{extra})"
+    except OSError as exc:
+        layers["landlock"] = f"refused: {exc}"
+    layers["uid"] = _distinct_uid()
+    set_parent_death_signal()  # changing credentials cleared it
+    if os.getppid() == 1:  # the zygote is already gone
+        os._exit(0)
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    try:
+        from . import syscalls
+
+        layers["seccomp"] = f"applied ({syscalls.install()} allow rules, default EPERM)"
+    except ImportError as exc:
+        layers["seccomp"] = f"refused: libseccomp bindings unavailable ({exc})"
+    except OSError as exc:
+        layers["seccomp"] = f"refused: {exc}"
+    install_audit_hook()
+    layers["audit_hook"] = "applied"
+    return fds, layers
+
+
+def refused_layers(layers: Mapping[str, str]) -> list[str]:
+    """Names of layers the kernel refused (or that apply only partly)."""
+    return sorted(k for k, v in layers.items() if v.startswith(("refused", "partly", "audit-hook", "shared")))
 
 
 _DENIED_EVENTS = frozenset(
@@ -139,5 +246,5 @@ def _audit(event: str, args: tuple) -> None:
 
 
 def install_audit_hook() -> None:
-    """Deny-all hook for network, processes, signals, ctypes and file writes."""
+    """Deny hook for network, processes, signals, ctypes and file writes (defence in depth)."""
     sys.addaudithook(_audit)

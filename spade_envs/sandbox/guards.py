@@ -14,6 +14,13 @@ module decides, per object:
   ``format_map`` are replaced by a formatter whose field lookups go through these same
   guards, so ``"{0.__class__}".format(x)`` is refused.
 - writes go to own objects and plain containers only (never to shared modules/classes).
+- ``type`` is :data:`type_function`: ``type(x)`` of an instance is its class, but it
+  never hands out a metaclass (``type(int)`` is ``type_function`` itself) and refuses
+  three-argument class creation; ``isinstance(x, type)`` still works.
+- classes the program defines (:func:`build_class`) may bind only the dunders the policy
+  allows; their ``__getattr__`` never answers dunder names, and numpy's array protocols
+  (:data:`ARRAY_PROTOCOL`) are blocked on them, so a sandboxed object cannot hand numpy
+  an ``__array_interface__`` (raw memory) or take over ufunc/function dispatch.
 
 A refused access raises :class:`SandboxViolation`; the worker reports an environment
 that let one escape with ``EnvExecutionError(kind="security")``.
@@ -56,7 +63,7 @@ _INSTANCE_DUNDERS = _OWN_DUNDERS | {"__class__", "__dict__"}
 DENIED_ATTRS = frozenset(
     """gi_frame gi_code gi_yieldfrom cr_frame cr_code cr_await cr_origin ag_frame ag_code ag_await
     tb_frame tb_next f_back f_builtins f_code f_globals f_locals f_trace co_code
-    tofile dump dumps ctypes cffi __array_interface__""".split()
+    tofile dump dumps ctypes cffi resize __array_interface__ __array_struct__""".split()
 )
 _OPAQUE_TYPES = (types.FrameType, types.TracebackType, types.CodeType)
 _GEN_TYPES = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
@@ -68,6 +75,12 @@ _OPAQUE_SET = frozenset(_OPAQUE_TYPES + _GEN_TYPES)
 WRITABLE_CONTAINERS: set[type] = {
     list, dict, set, bytearray, collections.deque, collections.OrderedDict, collections.defaultdict, collections.Counter
 }
+
+
+def is_own(obj: Any) -> bool:
+    """Whether ``obj`` is the program's: an own class, an instance of one, or ``super()``
+    over one."""
+    return _is_own(obj)
 
 
 def _is_own(obj: Any) -> bool:
@@ -104,14 +117,31 @@ def guarded_getattr(obj: Any, name: str, *default: Any) -> Any:
         return getattr(obj, name, *default)
     if name in DENIED_ATTRS and not _is_own(obj) and type(obj) not in MODULE_TYPES:
         raise SandboxViolation(f"access to '{name}' is not allowed in the sandbox")
-    if isinstance(obj, str) or obj is str:
-        if name == "format":
-            return functools.partial(safe_format, obj) if obj is not str else safe_format
-        if name == "format_map":
-            return functools.partial(safe_format_map, obj) if obj is not str else safe_format_map
-    elif isinstance(obj, _OPAQUE_TYPES) or (isinstance(obj, _GEN_TYPES) and name not in _GEN_PUBLIC):
+    if name == "format" or name == "format_map":
+        return _safe_format_of(getattr(obj, name, *default), name)
+    if isinstance(obj, _OPAQUE_TYPES) or (isinstance(obj, _GEN_TYPES) and name not in _GEN_PUBLIC):
         raise SandboxViolation(f"access to '{name}' of a {type(obj).__name__} is not allowed in the sandbox")
     return getattr(obj, name, *default)
+
+
+def _safe_format_of(value: Any, name: str) -> Any:
+    """Replace ``str.format``/``format_map`` however they were reached: on a ``str``, a
+    ``str`` subclass (instance or class), or through ``super()``."""
+    if value is _STR_FORMAT:
+        return safe_format
+    if value is _STR_FORMAT_MAP:
+        return safe_format_map
+    if type(value) is _BUILTIN_METHOD and isinstance(getattr(value, "__self__", None), str):
+        if value.__name__ == "format":
+            return functools.partial(safe_format, value.__self__)
+        if value.__name__ == "format_map":
+            return functools.partial(safe_format_map, value.__self__)
+    return value
+
+
+_STR_FORMAT = str.format
+_STR_FORMAT_MAP = str.format_map
+_BUILTIN_METHOD = type("".format)
 
 
 def guarded_hasattr(obj: Any, name: str) -> bool:
@@ -151,9 +181,36 @@ def guarded_vars(obj: Any) -> dict:
     raise SandboxViolation("vars() is only allowed on the program's own objects")
 
 
-def guarded_type(obj: Any) -> type:
-    """``type(x)``; the three-argument class factory is refused."""
-    return type(obj)
+class _TypeFunction:
+    """The sandbox's ``type``: one argument only, and never a metaclass."""
+
+    __slots__ = ()
+    __name__ = "type"
+    __qualname__ = "type"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if len(args) != 1 or kwargs:
+            raise SandboxViolation("type() with three arguments (class creation) is not allowed in the sandbox; use a class statement")
+        cls = type(args[0])
+        return self if issubclass(cls, type) else cls
+
+    def __instancecheck__(self, obj: Any) -> bool:
+        return isinstance(obj, type)
+
+    def __subclasscheck__(self, cls: Any) -> bool:
+        return cls is self or (isinstance(cls, type) and issubclass(cls, type))
+
+    def __getitem__(self, item: Any) -> Any:
+        import typing
+
+        return typing.Type[item]
+
+    def __repr__(self) -> str:
+        return "<class 'type'>"
+
+
+type_function = _TypeFunction()
+guarded_type = type_function
 
 
 def guarded_inplacevar(op: str, x: Any, y: Any) -> Any:
@@ -229,16 +286,84 @@ def _winner(bases: tuple) -> type:
     return meta
 
 
+#: numpy's array protocols: never answerable by the program's objects
+ARRAY_PROTOCOL = (
+    "__array__", "__array_interface__", "__array_struct__", "__array_priority__", "__array_function__",
+    "__array_ufunc__", "__array_wrap__", "__array_finalize__", "__array_prepare__", "__dlpack__",
+    "__dlpack_device__", "__buffer__", "__release_buffer__",
+)
+#: what a class body may bind besides the dunder methods the policy allows
+_CLASS_NAMESPACE_EXTRA = frozenset(
+    {"__module__", "__qualname__", "__doc__", "__annotations__", "__classcell__", "__orig_bases__"}
+)
+
+
+class _Blocked:
+    """A data descriptor that makes an attribute absent on the class and its instances
+    (it wins over the instance ``__dict__``) and refuses to be set."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        raise AttributeError(self.name)
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        raise SandboxViolation(f"setting '{self.name}' is not allowed in the sandbox")
+
+    def __delete__(self, obj: Any) -> None:
+        raise SandboxViolation(f"deleting '{self.name}' is not allowed in the sandbox")
+
+
+_BLOCKERS = {name: _Blocked(name) for name in ARRAY_PROTOCOL}
+
+
+def _seal(cls: type) -> None:
+    for name, blocker in _BLOCKERS.items():
+        try:
+            type.__setattr__(cls, name, blocker)
+        except (AttributeError, TypeError):  # pragma: no cover - immutable library type
+            pass
+
+
 def register_class(cls: Any) -> Any:
     if isinstance(cls, type):
+        _seal(cls)
         OWN_CLASSES.add(cls)
         _current_session_classes[0].append(cls)
     return cls
 
 
+def _guard_getattr_hook(user: Any) -> Any:
+    """Wrap a program's ``__getattr__`` so it never answers dunder names (library code
+    probes protocols such as ``__array_interface__`` or ``__setstate__`` that way)."""
+
+    def __getattr__(self: Any, name: str) -> Any:
+        if name[:2] == "__" and name[-2:] == "__":
+            raise AttributeError(name)
+        return user(self, name)
+
+    __getattr__.__qualname__ = getattr(user, "__qualname__", "__getattr__")
+    return __getattr__
+
+
+def _check_namespace(name: str, namespace: Any) -> None:
+    for key in list(namespace):
+        if type(key) is not str:
+            raise SandboxViolation(f"class {name}: non-string attribute names are not allowed in the sandbox")
+        if key[:2] == "__" and key[-2:] == "__" and key not in ALLOWED_DUNDER_DEFS and key not in _CLASS_NAMESPACE_EXTRA:
+            raise SandboxViolation(f"class {name} may not define '{key}' in the sandbox")
+    user = namespace.get("__getattr__")
+    if user is not None:
+        namespace["__getattr__"] = _guard_getattr_hook(user)
+
+
 class _ClassHook:
     """The ``__metaclass__`` RestrictedPython puts on every class statement: checks the
-    bases, builds the class with the proper metaclass and registers it as own."""
+    bases and the class namespace, builds the class with the proper metaclass and
+    registers it as own (sealed against numpy's array protocols)."""
 
     def __prepare__(self, name: str, bases: tuple, **kwargs: Any):
         for b in bases:
@@ -248,6 +373,7 @@ class _ClassHook:
         return meta.__prepare__(name, bases, **kwargs)
 
     def __call__(self, name: str, bases: tuple, namespace: dict, **kwargs: Any) -> type:
+        _check_namespace(name, namespace)
         return register_class(_winner(bases)(name, bases, namespace, **kwargs))
 
 
@@ -256,7 +382,7 @@ build_class = _ClassHook()
 
 def safe_builtins_dict() -> dict[str, Any]:
     """The ``__builtins__`` of sandboxed code (shared, never exposed as an object)."""
-    b = dict(safe_builtins)
+    b = {k: v for k, v in safe_builtins.items() if k != "_getattr_"}
     for name in (
         "all any enumerate filter map max min sum sorted reversed zip list dict set frozenset tuple "
         "iter next object property staticmethod classmethod super bytes bytearray format ascii bin "

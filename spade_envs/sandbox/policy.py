@@ -11,7 +11,10 @@ allowed
     assignments; ``nonlocal``/``global``; definitions of common dunder methods
     (:data:`ALLOWED_DUNDER_DEFS`); reads of a few dunder attributes
     (:data:`ALLOWED_DUNDER_READS`, checked again at run time); ``super().__init__()``;
-    decorators; lambdas, closures, comprehensions, f-strings, try/except/finally.
+    decorators; lambdas, closures, comprehensions, f-strings, try/except/finally;
+    reading ``__name__`` (a module name, never ``"__main__"``, so demo blocks do not
+    run); ``from __future__ import ...``; ``match`` statements (patterns checked:
+    class-pattern keywords and dotted values must be public attributes).
 refused at compile time (``EnvProgramError(stage="sandbox_compile")``)
     imports outside :data:`.prelude.IMPORTABLE`; star and relative imports; any other
     dunder name or attribute (``__class__.__mro__``, ``__globals__``, ``__builtins__``);
@@ -69,6 +72,13 @@ class SpadePolicy(RestrictingNodeTransformer):
             self.error(node, f'"{name}" is a reserved name in the sandbox')
         else:
             super().check_name(node, "x" + name if name.startswith("_") else name)
+
+    def visit_Name(self, node: ast.Name):
+        # reading the module name (``if __name__ == "__main__":`` demo blocks) is fine:
+        # programs run under a module name that is never "__main__", as in SPADE's loader
+        if node.id == "__name__" and isinstance(node.ctx, ast.Load):
+            return node
+        return super().visit_Name(node)
 
     # -- attributes --------------------------------------------------------------------
     def _mangle(self, attr: str) -> str:
@@ -157,8 +167,82 @@ class SpadePolicy(RestrictingNodeTransformer):
         finally:
             self._scopes.pop()
 
+    # -- match statements --------------------------------------------------------------
+    def visit_Match(self, node: ast.Match):
+        """``match`` statements: patterns stay native (the compiler allows no calls in
+        them) but every name they bind and every attribute they read is checked here:
+        class-pattern keywords and dotted values must be public, non-denied names."""
+        node.subject = self.visit(node.subject)
+        for case in node.cases:
+            self._check_pattern(case.pattern)
+            pattern, case.pattern = case.pattern, None
+            self.node_contents_visit(case)
+            case.pattern = pattern
+        return node
+
+    def _check_pattern_attr(self, node, attr: str) -> None:
+        from .guards import DENIED_ATTRS
+
+        if attr.startswith("_") or attr in DENIED_ATTRS or attr in INSPECT_ATTRIBUTES:
+            self.error(node, f'attribute "{attr}" cannot be matched in the sandbox')
+
+    def _check_pattern_value(self, node) -> None:
+        if isinstance(node, ast.Attribute):
+            self._check_pattern_attr(node, node.attr)
+            self._check_pattern_value(node.value)
+        elif isinstance(node, ast.Name):
+            self.check_name(node, node.id)
+        elif isinstance(node, ast.UnaryOp):
+            self._check_pattern_value(node.operand)
+        elif isinstance(node, ast.BinOp):  # complex literals: 1 + 2j
+            self._check_pattern_value(node.left)
+            self._check_pattern_value(node.right)
+        elif not isinstance(node, ast.Constant):
+            self.error(node, f"{type(node).__name__} is not allowed in a match pattern")
+
+    def _check_pattern(self, pattern) -> None:
+        if isinstance(pattern, ast.MatchValue):
+            self._check_pattern_value(pattern.value)
+        elif isinstance(pattern, ast.MatchSingleton):
+            pass
+        elif isinstance(pattern, (ast.MatchSequence, ast.MatchOr)):
+            for p in pattern.patterns:
+                self._check_pattern(p)
+        elif isinstance(pattern, ast.MatchMapping):
+            for key in pattern.keys:
+                self._check_pattern_value(key)
+            for p in pattern.patterns:
+                self._check_pattern(p)
+            if pattern.rest:
+                self.check_name(pattern, pattern.rest)
+        elif isinstance(pattern, ast.MatchClass):
+            self._check_pattern_value(pattern.cls)
+            for attr in pattern.kwd_attrs:
+                self._check_pattern_attr(pattern, attr)
+            for p in pattern.patterns + pattern.kwd_patterns:
+                self._check_pattern(p)
+        elif isinstance(pattern, ast.MatchStar):
+            if pattern.name:
+                self.check_name(pattern, pattern.name)
+        elif isinstance(pattern, ast.MatchAs):
+            if pattern.name:
+                self.check_name(pattern, pattern.name)
+            if pattern.pattern is not None:
+                self._check_pattern(pattern.pattern)
+        else:  # pragma: no cover - a pattern type of a future Python
+            self.error(pattern, f"{type(pattern).__name__} is not allowed in the sandbox")
+
     def visit_Module(self, node: ast.Module):
-        return ast.fix_missing_locations(super().visit_Module(node))
+        doc = node.body[0] if node.body and isinstance(node.body[0], ast.Expr) and isinstance(
+            getattr(node.body[0], "value", None), ast.Constant) and isinstance(node.body[0].value.value, str) else None
+        node = super().visit_Module(node)
+        # RestrictedPython puts its set-up (``_print = _print_(...)``) first; ``from
+        # __future__`` imports (and the docstring) must stay at the beginning of the module
+        futures = [n for n in node.body if isinstance(n, ast.ImportFrom) and n.module == "__future__"]
+        if futures:
+            head = ([doc] if doc is not None else []) + futures
+            node.body = head + [n for n in node.body if all(n is not h for h in head)]
+        return ast.fix_missing_locations(node)
 
     def check_import_names(self, node):
         from .prelude import IMPORTABLE

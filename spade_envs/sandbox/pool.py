@@ -1,18 +1,24 @@
 """Worker lifecycle on the caller's side: the zygote, worker handles, deadlines.
 
-:class:`WorkerPool` starts one zygote (:func:`.worker.zygote_main`) lazily and asks it
-for workers (a fork each, milliseconds). :meth:`WorkerPool.exchange` sends one request
-frame to each of several workers and collects the replies with ``poll``; while waiting
-it reads each worker's progress page, so every *call* inside a batch gets its own
-wall-clock deadline. A worker whose current call is past its deadline is killed with
-SIGKILL and replaced at once; a worker that dies or breaks the protocol is replaced
-too. Nothing here uses signals inside workers (``math_verify`` resets SIGALRM).
+:class:`WorkerPool` starts one zygote (:func:`.worker.zygote_main`) lazily, with a clean
+environment (:func:`.confine.clean_environment`), and asks it for a fresh worker per
+session (a fork each, milliseconds): **one program per worker process**, never shared
+between sessions or clients. A worker is known by its pid and a pidfd, so killing it
+can never hit a recycled pid.
+
+:meth:`WorkerPool.exchange` sends one request frame to each of several workers and
+collects the reply frames (one per call) with ``poll``. Every call has ``deadline_s``
+seconds of wall-clock time measured **on the caller's own clock** from the moment the
+previous call of that message was answered (or the message was sent); nothing a worker
+writes can move it. A worker past its deadline is killed with SIGKILL; a worker that
+dies, floods, or sends anything that :func:`.protocol.decode_reply` refuses is killed
+too, and only its own session fails. Nothing here uses signals inside workers
+(``math_verify`` resets SIGALRM).
 """
 
 from __future__ import annotations
 
 import json
-import mmap
 import os
 import select
 import signal
@@ -25,16 +31,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import EnvExecutionError
-from .protocol import PROGRESS, FrameReader, ProtocolError, pack, write_all
-
+from . import confine
+from .protocol import FrameReader, ProtocolError, decode_reply, pack, write_all
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False)
+_HELLO_TIMEOUT_S = 10.0
 
 
 @dataclass
 class Lost:
-    """Why a worker's reply did not come: ``timeout`` (slot ``culprit`` ran past its
-    deadline) or ``crash`` (the worker died or broke the protocol)."""
+    """Why a worker's remaining replies did not come: ``timeout`` (call ``culprit`` of
+    the message ran past its deadline) or ``crash`` (the worker died or broke the
+    protocol)."""
 
     kind: str
     culprit: int
@@ -44,26 +52,32 @@ class Lost:
 @dataclass(eq=False)
 class Worker:
     pid: int
+    pidfd: int
     req_w: int
     rep_r: int
-    shm: mmap.mmap
-    sessions: set = field(default_factory=set)
-    calls_started: int = 0  # calls sent before the current message
+    layers: dict = field(default_factory=dict)
+    reader: FrameReader = field(default_factory=FrameReader)
     alive: bool = True
 
     def kill(self) -> None:
-        if self.alive:
-            self.alive = False
+        if not self.alive:
+            return
+        self.alive = False
+        if self.pidfd >= 0:
             try:
-                os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            except OSError:  # already gone
                 pass
-            for fd in (self.req_w, self.rep_r):
+        for fd in (self.req_w, self.rep_r, self.pidfd):
+            if fd >= 0:
                 try:
                     os.close(fd)
                 except OSError:
                     pass
-            self.shm.close()
+
+
+def _package_parent() -> str:
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 class Zygote:
@@ -71,13 +85,13 @@ class Zygote:
 
     def __init__(self, memory_mb: int, cpu_s: int, startup_timeout_s: float = 120.0) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
-                   PYTHONDONTWRITEBYTECODE="1")
+        env = confine.clean_environment(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_parent(), env.get("PYTHONPATH")) if p)
         code = "import sys; from spade_envs.sandbox.worker import zygote_main; zygote_main(*map(int, sys.argv[1:]))"
         self.proc = subprocess.Popen(
             [sys.executable, "-c", code, str(theirs.fileno()), str(memory_mb), str(cpu_s)],
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            start_new_session=True, env=env,
+            start_new_session=True, env=env, cwd="/",
         )
         theirs.close()
         self.sock = ours
@@ -85,7 +99,7 @@ class Zygote:
         line = b""
         try:
             while not line.endswith(b"\n"):
-                chunk = ours.recv(4096)
+                chunk = ours.recv(1 << 16)
                 if not chunk:
                     raise EnvExecutionError("the sandbox zygote exited during start-up", kind="crash")
                 line += chunk
@@ -96,28 +110,29 @@ class Zygote:
         ours.settimeout(10.0)
 
     def spawn(self) -> Worker:
+        """Fork a worker and wait for its hello (it is jailed once it has said hello)."""
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
-        shm_fd = os.memfd_create("spade-progress")
         try:
-            os.ftruncate(shm_fd, mmap.PAGESIZE)
-            socket.send_fds(self.sock, [b"S"], [req_r, rep_w, shm_fd])
-            raw = b""
-            while len(raw) < 8:
-                chunk = self.sock.recv(8 - len(raw))
-                if not chunk:
-                    raise OSError("zygote closed its socket")
-                raw += chunk
-            shm = mmap.mmap(shm_fd, PROGRESS.size)
+            socket.send_fds(self.sock, [b"S"], [req_r, rep_w])
+            msg, fds, _flags, _addr = socket.recv_fds(self.sock, 8, 1)
+            if len(msg) != 8:
+                raise OSError("zygote closed its socket")
         except BaseException:
             for fd in (req_w, rep_r):
                 os.close(fd)
             raise
         finally:
-            for fd in (req_r, rep_w, shm_fd):
+            for fd in (req_r, rep_w):
                 os.close(fd)
+        worker = Worker(int.from_bytes(msg, "little"), fds[0] if fds else -1, req_w, rep_r)
         os.set_blocking(rep_r, False)
-        return Worker(int.from_bytes(raw, "little"), req_w, rep_r, shm)
+        hello = _read_hello(worker)
+        if hello is None:
+            worker.kill()
+            raise OSError("the new sandbox worker did not start")
+        worker.layers = hello.get("layers") or {}
+        return worker
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -131,17 +146,53 @@ class Zygote:
             self.proc.wait()
 
 
+def _read_hello(worker: Worker) -> dict | None:
+    poller = select.poll()
+    poller.register(worker.rep_r, select.POLLIN)
+    end = time.monotonic() + _HELLO_TIMEOUT_S
+    while time.monotonic() < end:
+        if not poller.poll(max(0.0, end - time.monotonic()) * 1000.0):
+            break
+        try:
+            data = os.read(worker.rep_r, 1 << 16)
+        except BlockingIOError:
+            continue
+        if not data:
+            return None
+        worker.reader.feed(data)
+        try:
+            frame = worker.reader.pop()
+        except ProtocolError:
+            return None
+        if frame is not None:
+            try:
+                hello = json.loads(frame)
+            except ValueError:
+                return None
+            return hello if isinstance(hello, dict) else None
+    return None
+
+
+def _has_data(fd: int) -> bool:
+    """Whether a reply pipe holds bytes (or EOF) before any request was sent."""
+    try:
+        return bool(select.select([fd], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True
+
+
 class WorkerPool:
-    """Up to ``max_workers`` workers; sessions are placed on the least loaded one."""
+    """A zygote and the live workers (one per open session)."""
 
     def __init__(self, max_workers: int, memory_mb: int, cpu_s: int) -> None:
         self.max_workers = max(1, max_workers)
         self.memory_mb = memory_mb
         self.cpu_s = cpu_s
-        self.workers: list[Worker] = []
+        self.workers: set[Worker] = set()
         self.lock = threading.RLock()
         self._zygote: Zygote | None = None
         self.owner_pid = os.getpid()
+        self.layers: dict[str, str] = {}
 
     def check_owner(self) -> None:
         """A forked copy of the caller must not talk to its parent's workers: it gets a
@@ -149,7 +200,7 @@ class WorkerPool:
         if os.getpid() != self.owner_pid:
             self.owner_pid = os.getpid()
             self.lock = threading.RLock()
-            self.workers = []
+            self.workers = set()
             self._zygote = None
 
     @property
@@ -161,98 +212,91 @@ class WorkerPool:
         return self._zygote
 
     def spawn(self) -> Worker:
-        try:
-            return self.zygote.spawn()
-        except OSError:
-            self._zygote.close() if self._zygote else None
-            self._zygote = None
-            return self.zygote.spawn()
-
-    def pick(self) -> Worker:
-        """A worker for a new session."""
+        """A fresh, jailed worker (restarts the zygote once if it is gone)."""
         self.check_owner()
         with self.lock:
-            self.workers = [w for w in self.workers if w.alive]
-            if len(self.workers) < self.max_workers:
-                worker = self.spawn()
-                self.workers.append(worker)
-                return worker
-            return min(self.workers, key=lambda w: len(w.sessions))
+            try:
+                worker = self.zygote.spawn()
+            except OSError:
+                if self._zygote is not None:
+                    self._zygote.close()
+                self._zygote = None
+                try:
+                    worker = self.zygote.spawn()
+                except OSError as exc:
+                    raise EnvExecutionError(f"could not start a sandbox worker: {exc}", kind="crash") from None
+            self.layers = worker.layers
+            self.workers.add(worker)
+            return worker
 
-    def replace(self, worker: Worker) -> None:
-        """Kill ``worker`` and start its replacement straight away."""
+    def release(self, worker: Worker) -> None:
+        """Kill ``worker`` (its session is over)."""
         with self.lock:
             worker.kill()
-            if worker in self.workers:
-                self.workers[self.workers.index(worker)] = self.spawn()
+            self.workers.discard(worker)
 
-    def exchange(self, requests: dict[Worker, list], deadline_s: float) -> dict[Worker, list | Lost]:
-        """Send each worker its calls; return its decoded reply or a :class:`Lost`.
-
-        Every call gets ``deadline_s`` seconds of wall-clock time from the moment the
-        worker starts it (read from the worker's progress page)."""
-        out: dict[Worker, list | Lost] = {}
-        pending: dict[int, tuple[Worker, FrameReader, int, float]] = {}
+    def exchange(self, requests: dict[Worker, list], deadline_s: float) -> dict[Worker, tuple[list, Lost | None]]:
+        """Send each worker its calls; return, per worker, the decoded replies that came
+        (``[ok, value]`` each, in call order) and why the rest did not (or None)."""
+        replies: dict[Worker, list] = {}
+        lost: dict[Worker, Lost | None] = {}
+        pending: dict[int, tuple[Worker, int]] = {}
+        due: dict[int, float] = {}
         poller = select.poll()
         for worker, calls in requests.items():
-            base = worker.calls_started
-            worker.calls_started += len(calls)
+            replies[worker] = []
+            lost[worker] = None
+            if worker.reader.buf or _has_data(worker.rep_r):
+                lost[worker] = self._lost(worker, "crash", 0, "the worker sent data nobody asked for")
+                continue
             try:
                 write_all(worker.req_w, pack(_ENCODER.encode(calls).encode("utf-8", "surrogatepass")))
-            except (OSError, ProtocolError) as exc:
-                out[worker] = self._lost(worker, "crash", 0, f"the worker could not be reached ({exc})")
+            except (OSError, ProtocolError, ValueError) as exc:
+                lost[worker] = self._lost(worker, "crash", 0, f"the worker could not be reached ({exc})")
                 continue
-            pending[worker.rep_r] = (worker, FrameReader(), base, time.monotonic())
+            pending[worker.rep_r] = (worker, len(calls))
+            due[worker.rep_r] = time.monotonic() + deadline_s
             poller.register(worker.rep_r, select.POLLIN)
         while pending:
-            now = time.monotonic()
-            wait = min(self._due(w, base, sent, deadline_s) for w, _, base, sent in pending.values()) - now
-            events = poller.poll(max(0.0, wait) * 1000.0 + 0.5) if wait > 0 else []
+            wait = min(due.values()) - time.monotonic()
+            events = poller.poll(wait * 1000.0 + 0.5) if wait > 0 else []
             for fd, _ev in events:
-                worker, reader, base, sent = pending[fd]
+                worker, expected = pending[fd]
+                got = replies[worker]
                 try:
                     data = os.read(fd, 1 << 20)
                     if not data:
-                        raise EOFError
-                    payload = reader.feed(data)
+                        raise EOFError("the worker process died")
+                    worker.reader.feed(data)
+                    while (frame := worker.reader.pop()) is not None:
+                        if len(got) >= expected:
+                            raise ProtocolError("the worker sent more replies than calls")
+                        got.append(decode_reply(frame))
+                        due[fd] = time.monotonic() + deadline_s
                 except BlockingIOError:
                     continue
-                except (EOFError, OSError, ProtocolError):
-                    _, started = self._progress(worker, base)
-                    out[worker] = self._lost(worker, "crash", started, "the worker process died")
+                except (EOFError, OSError, ProtocolError) as exc:
+                    detail = str(exc) if isinstance(exc, (EOFError, ProtocolError)) else "the worker process died"
+                    lost[worker] = self._lost(worker, "crash", len(got), detail)
+                    got_all = True
+                else:
+                    got_all = len(got) >= expected
+                if got_all and lost[worker] is None and worker.reader.buf:
+                    lost[worker] = self._lost(worker, "crash", len(got), "the worker sent more replies than calls")
+                if got_all:
                     poller.unregister(fd)
-                    del pending[fd]
-                    continue
-                if payload is not None:
-                    poller.unregister(fd)
-                    del pending[fd]
-                    try:
-                        out[worker] = json.loads(payload)
-                    except ValueError:
-                        out[worker] = self._lost(worker, "crash", 0, "the worker sent a malformed reply")
+                    del pending[fd], due[fd]
             now = time.monotonic()
-            for fd, (worker, _reader, base, sent) in list(pending.items()):
-                if self._due(worker, base, sent, deadline_s) <= now:
-                    _, started = self._progress(worker, base)
-                    poller.unregister(fd)
-                    del pending[fd]
-                    out[worker] = self._lost(worker, "timeout", started, f"exceeded the {deadline_s:g} s deadline")
-        return out
-
-    @staticmethod
-    def _progress(worker: Worker, base: int) -> tuple[float | None, int]:
-        """(start time of the current call or None, its slot in the message)."""
-        count, start_ns = PROGRESS.unpack_from(worker.shm, 0)
-        if count <= base:
-            return None, 0
-        return start_ns / 1e9, count - base - 1
-
-    def _due(self, worker: Worker, base: int, sent: float, deadline_s: float) -> float:
-        started, _ = self._progress(worker, base)
-        return max(sent, started or 0.0) + deadline_s
+            for fd in [fd for fd, t in due.items() if t <= now]:
+                worker, _ = pending.pop(fd)
+                del due[fd]
+                poller.unregister(fd)
+                lost[worker] = self._lost(worker, "timeout", len(replies[worker]),
+                                          f"exceeded the {deadline_s:g} s deadline")
+        return {w: (replies[w], lost[w]) for w in requests}
 
     def _lost(self, worker: Worker, kind: str, culprit: int, detail: str) -> Lost:
-        self.replace(worker)
+        self.release(worker)
         return Lost(kind, culprit, detail)
 
     def close(self) -> None:
@@ -260,7 +304,7 @@ class WorkerPool:
         with self.lock:
             for worker in self.workers:
                 worker.kill()
-            self.workers = []
+            self.workers = set()
             if self._zygote is not None:
                 self._zygote.close()
                 self._zygote = None

@@ -1,54 +1,54 @@
 """The restricted namespace of sandboxed programs: module copies, imports, prelude names.
 
-Whitelisted modules are exposed as :class:`SandboxModule` copies holding only public,
-non-module attributes (through public attributes ``re`` reaches ``sys`` and ``json``
-reaches ``codecs.open``; copies cut those paths). Mutable containers are copied so a
-program cannot change what other programs in the same worker see; the copies are
-read-only (``_write_`` refuses them). Some attributes are removed or replaced:
+Whitelisted modules are exposed as read-only :class:`SandboxModule` copies holding the
+allow-list of :mod:`.vetted` (vetted callables and constants, never "everything public
+minus a deny list"); mutable containers are copied. Replaced or special entries:
 
-- ``string.Formatter`` (attribute walks in format fields) is removed;
-- ``typing.get_type_hints``/``ForwardRef`` (they ``eval`` strings with real builtins);
-- ``operator.attrgetter``/``methodcaller`` go through the guards;
+- ``functools.update_wrapper``/``wraps``/``total_ordering``, ``dataclasses.dataclass``
+  and ``operator.attrgetter``/``methodcaller`` are the guarded versions of :mod:`.vetted`;
 - ``collections.namedtuple`` registers its classes as the program's own (``p._replace``);
+- ``enum``'s classes are sandbox subclasses whose functional API refuses dunder, private
+  and ``module=``/``qualname=`` arguments (``global_enum`` is not exposed);
 - ``math_verify`` exposes only ``parse`` and ``verify``; parsed answers are opaque
   handles (the sympy objects behind them are never handed to the program: sympy's
   ``sympify`` evaluates strings with real builtins);
-- ``numpy``/``np`` is a vetted subset: no file I/O (``load``/``save``/``fromfile``/
-  ``memmap``/``loadtxt``...), no ``ctypeslib``/``lib``, no ``tofile``/``dump`` on arrays;
-  submodules ``random``, ``linalg`` and ``fft`` are copied the same way.
+- ``numpy``/``np`` is the vetted array-math subset of :data:`.vetted.NUMPY_ALLOW` with
+  the ``random``, ``linalg`` and ``fft`` submodules listed the same way;
+- ``tool_use_base_env`` is the alias module SPADE's loader provides (``ToolUseBaseEnv``);
+- ``__future__`` imports work (the compiler has already applied them).
+
+The sandbox ``__import__`` hands out only these copies to ``import`` statements (which
+the policy has checked at compile time). C code inside numpy and datetime imports its
+helpers lazily through the ``__import__`` of the *calling* frame (``PyImport_Import``
+reads it from the sandboxed globals, then takes the module from ``sys.modules`` itself);
+for those (recognised by ``PyImport_Import``'s list ``fromlist``; import statements pass
+``None`` or a tuple) it answers
+``None`` after making sure the module is loaded: modules already in ``sys.modules`` and
+the few of :data:`LAZY_INTERNAL` (``time``, ``_strptime``, loaded when the namespace is
+built). The program never sees those modules: its own import statements cannot name them.
 """
 
 from __future__ import annotations
 
 import copy
+import enum as _enum
 import importlib
+import sys
 from types import ModuleType
 from typing import Any
 
-from ..program import PRELUDE_MODULES, PRELUDE_NAMES
-from . import guards
+from ..program import ALIAS_MODULES, PRELUDE_MODULES, PRELUDE_NAMES, alias_module_attrs
+from . import guards, vetted
 
 #: modules a program may import (``import x``/``from x import y``)
-IMPORTABLE = frozenset(
-    """math random re json string itertools functools collections collections.abc heapq bisect
-    fractions decimal statistics datetime copy enum typing textwrap operator abc dataclasses
-    math_verify numpy""".split()
-)
+IMPORTABLE = frozenset(vetted.ALLOW) - {"__future__"} | {"math_verify", "numpy", *ALIAS_MODULES}
 
-_REMOVED = {
-    "string": {"Formatter"},
-    "typing": {"get_type_hints", "ForwardRef", "evaluate_forward_ref"},
-    "dataclasses": {"make_dataclass"},
-    "numpy": set(
-        """load save savez savez_compressed savetxt loadtxt genfromtxt fromfile fromregex memmap
-        DataSource ctypeslib lib show_config show_runtime info source lookfor who test get_include
-        setbufsize seterrcall set_string_function set_printoptions printoptions tofile""".split()
-    ),
-}
+#: modules C code of whitelisted libraries imports lazily (through the caller's ``__import__``)
+LAZY_INTERNAL = frozenset({"time", "_strptime"})
 
 
 class SandboxModule:
-    """A read-only copy of a module's public, non-module attributes."""
+    """A read-only copy of a module's allow-listed attributes."""
 
     def __init__(self, name: str, attrs: dict[str, Any]) -> None:
         self.__dict__.update(attrs)
@@ -61,15 +61,15 @@ class SandboxModule:
 guards.MODULE_TYPES.add(SandboxModule)
 
 
-def _copy_module(name: str, module: ModuleType, extra: dict[str, Any] | None = None) -> SandboxModule:
-    removed = _REMOVED.get(name, set())
+def _copy_module(name: str, module: Any, names: str, extra: dict[str, Any] | None = None) -> SandboxModule:
     attrs: dict[str, Any] = {}
-    for key, value in vars(module).items():
-        if key.startswith("_") or key in removed or isinstance(value, ModuleType):
+    for key, value in vetted.pick(module, names).items():
+        if isinstance(value, ModuleType):  # pragma: no cover - lists name no modules
             continue
         if type(value) in (list, dict, set, bytearray):
             value = copy.copy(value)
         attrs[key] = value
+    attrs.update(vetted.REPLACE.get(name, {}))
     attrs.update(extra or {})
     return SandboxModule(name, attrs)
 
@@ -130,14 +130,52 @@ def _numpy_module() -> SandboxModule | None:
     except ImportError:  # pragma: no cover - numpy is a dependency
         return None
     guards.WRITABLE_CONTAINERS.add(numpy.ndarray)
-    subs = {s: _copy_module(f"numpy.{s}", getattr(numpy, s)) for s in ("random", "linalg", "fft")}
-    return _copy_module("numpy", numpy, subs)
+    subs = {
+        s: _copy_module(f"numpy.{s}", getattr(numpy, s), names) for s, names in vetted.NUMPY_SUBMODULES.items()
+    }
+    return _copy_module("numpy", numpy, vetted.NUMPY_ALLOW, subs)
 
 
 def _namedtuple_factory(real):
     def namedtuple(*args: Any, **kwargs: Any):
+        kwargs.pop("module", None)  # the class belongs to the program
         return guards.register_class(real(*args, **kwargs))
     return namedtuple
+
+
+class _SandboxEnumType(type(_enum.Enum)):  # type: ignore[misc]
+    """Metaclass of the sandbox's enum bases: the functional API (``Enum("Color", "RED
+    GREEN")``) takes plain member names only, and no ``module=``/``qualname=``/``type=``."""
+
+    def __call__(cls, value, names=None, *args: Any, **kwargs: Any):
+        if names is None:
+            return super().__call__(value, *args, **kwargs)
+        if args or set(kwargs) - {"start", "boundary"}:
+            raise guards.SandboxViolation("the Enum functional API takes only names and start= in the sandbox")
+        items = names.replace(",", " ").split() if isinstance(names, str) else list(names)
+        for item in items:
+            key = item if isinstance(item, str) else (item[0] if isinstance(item, (tuple, list)) and item else None)
+            if not isinstance(key, str) or not key.isidentifier() or key.startswith("_"):
+                raise guards.SandboxViolation(f"enum member name {key!r} is not allowed in the sandbox")
+        if isinstance(names, dict):
+            for key in names:
+                if not isinstance(key, str) or not key.isidentifier() or key.startswith("_"):
+                    raise guards.SandboxViolation(f"enum member name {key!r} is not allowed in the sandbox")
+        return guards.register_class(super().__call__(value, names, **kwargs))
+
+
+def _enum_module() -> SandboxModule:
+    bases: dict[str, Any] = {}
+    for name in ("Enum", "IntEnum", "Flag", "IntFlag", "StrEnum"):
+        real = getattr(_enum, name, None)
+        if real is not None:
+            ns = _SandboxEnumType.__prepare__(name, (real,))
+            ns["__module__"] = "enum"
+            ns["__qualname__"] = name
+            bases[name] = _SandboxEnumType(name, (real,), ns)
+    for cls in bases.values():
+        guards.ALLOWED_BASES.add(cls)
+    return _copy_module("enum", _enum, vetted.ALLOW["enum"], bases)
 
 
 def build_modules() -> dict[str, SandboxModule]:
@@ -146,32 +184,51 @@ def build_modules() -> dict[str, SandboxModule]:
     for name in sorted(IMPORTABLE):
         if name == "math_verify":
             out[name] = _math_verify_module()
-            continue
-        if name == "numpy":
+        elif name == "numpy":
             np_mod = _numpy_module()
             if np_mod is not None:
                 out[name] = np_mod
-            continue
-        module = importlib.import_module(name)
-        extra: dict[str, Any] = {}
-        if name == "operator":
-            extra = {"attrgetter": guards.attrgetter, "methodcaller": guards.methodcaller}
-        elif name == "collections":
-            extra = {"namedtuple": _namedtuple_factory(module.namedtuple)}
-        out[name] = _copy_module(name, module, extra)
+        elif name == "enum":
+            out[name] = _enum_module()
+        elif name in ALIAS_MODULES:
+            out[name] = SandboxModule(name, alias_module_attrs(name))
+        else:
+            module = importlib.import_module(name)
+            extra: dict[str, Any] = {}
+            if name == "collections":
+                extra = {"namedtuple": _namedtuple_factory(module.namedtuple)}
+            out[name] = _copy_module(name, module, vetted.ALLOW[name], extra)
+    import __future__
+    import decimal
+
+    for lazy in LAZY_INTERNAL:  # loaded now, before the worker is confined
+        importlib.import_module(lazy)
+    out["collections"].__dict__["abc"] = out["collections.abc"]
+    guards.WRITABLE_CONTAINERS.add(decimal.Context)  # getcontext().prec = 50
+    out["__future__"] = _copy_module("__future__", __future__, vetted.ALLOW["__future__"])
     return out
 
 
 def safe_import(modules: dict[str, SandboxModule]):
-    """The ``__import__`` of sandboxed code: whitelisted copies only."""
+    """The ``__import__`` of sandboxed code: whitelisted copies for import statements;
+    ``None`` for the lazy internal imports of C code (see the module docstring)."""
 
     def __import__(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0):
         if level != 0:
             raise ImportError("relative imports are not allowed in the sandbox")
         mod = modules.get(name)
-        if mod is None or ("." in name and not fromlist):
-            raise ImportError(f"import of '{name}' is not allowed in the sandbox")
-        return mod
+        if mod is not None:
+            # ``import collections.abc`` binds the top-level copy, which holds the child
+            return mod if "." not in name or fromlist else modules[name.partition(".")[0]]
+        # PyImport_Import (C code) passes a list as fromlist; import statements None or a tuple
+        lazy = type(fromlist) is list
+        if lazy and type(name) is str and mod is None:
+            if name in sys.modules:
+                return None
+            if name in LAZY_INTERNAL:
+                importlib.import_module(name)
+                return None
+        raise ImportError(f"import of '{name}' is not allowed in the sandbox")
 
     return __import__
 
@@ -203,15 +260,12 @@ def _allow_library_bases(modules: dict[str, SandboxModule]) -> None:
     """Library classes programs commonly derive from."""
     import abc
     import collections
-    import enum
     import typing
 
     guards.ALLOWED_BASES.update(
         {
             collections.OrderedDict, collections.defaultdict, collections.Counter, collections.deque,
-            collections.UserDict, collections.UserList, enum.Enum, enum.IntEnum, enum.Flag, enum.IntFlag,
-            abc.ABC, typing.Generic, getattr(typing, "_NamedTuple", object),
+            collections.UserDict, collections.UserList, abc.ABC, typing.Generic,
+            getattr(typing, "_NamedTuple", object),
         }
     )
-    if hasattr(enum, "StrEnum"):
-        guards.ALLOWED_BASES.add(enum.StrEnum)

@@ -5,10 +5,19 @@ module body in a fresh copy of the restricted namespace and constructs the envir
 class; the live object is wrapped in :class:`spade_envs.runtime.InProcessSession`, so the
 session semantics (tool gate, contract checks, error mapping) are the same code as the
 trusted runtime. Used inside sandbox workers, and in-process by the benchmark.
+
+Testing switch ``SPADE_SANDBOX_STATIC=0``
+    Read once, when a loader is built (in the worker's zygote). With ``0`` the static
+    layer is OFF: programs are compiled with plain ``compile`` and run with the real
+    builtins and real modules (the trusted prelude), still inside the jailed worker
+    process. It exists only to test that the process jail holds on its own (DESIGN.md
+    section 5); it is never a default, and the jail stays on. Any other value (or the
+    variable unset) keeps the static layer on.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import types
 from typing import Any
@@ -17,6 +26,15 @@ from ..errors import EnvExecutionError, EnvProgramError, SpadeError
 from ..runtime import InProcessSession
 from . import guards
 from .policy import compile_program
+
+
+#: environment variable of the testing switch (see the module docstring)
+STATIC_SWITCH = "SPADE_SANDBOX_STATIC"
+
+
+def static_layer_enabled() -> bool:
+    """False only when ``SPADE_SANDBOX_STATIC=0`` (testing the jail alone)."""
+    return os.environ.get(STATIC_SWITCH, "1").strip() != "0"
 
 
 def security_kind(exc: BaseException) -> BaseException:
@@ -45,10 +63,17 @@ class RestrictedSession(InProcessSession):
 class RestrictedLoader:
     """Opens restricted programs; the base namespace is built once."""
 
-    def __init__(self) -> None:
-        from .prelude import build_base_namespace
+    def __init__(self, static: bool | None = None) -> None:
+        self.static = static_layer_enabled() if static is None else static
+        if self.static:
+            from .prelude import build_base_namespace
 
-        self.base = build_base_namespace()
+            self.base = build_base_namespace()
+        else:
+            from ..program import install_alias_modules, trusted_prelude
+
+            install_alias_modules()
+            self.base = trusted_prelude()
 
     def open(self, source: str, class_name: str, *, kwargs: dict[str, Any] | None = None,
              filename: str = "<env>", module_name: str = "spade_env") -> RestrictedSession:
@@ -58,7 +83,7 @@ class RestrictedLoader:
         ``compile`` when the module body raises, ``interface`` when the class is missing)
         or ``EnvExecutionError`` (the constructor raised; ``kind="security"`` for a
         policy violation at run time)."""
-        code = compile_program(source, filename)
+        code = compile_program(source, filename) if self.static else _plain_compile(source, filename)
         # the program's globals are a module registered under its name, so library code
         # that looks a class's module up (dataclasses, enum, pickle-free copy) finds it
         module = types.ModuleType(module_name)
@@ -95,6 +120,14 @@ class RestrictedLoader:
         session.classes = classes
         session.module_name = module_name
         return session
+
+
+def _plain_compile(source: str, filename: str) -> Any:
+    """Compilation with the static layer off: the plain compiler, same error stage."""
+    try:
+        return compile(source, filename, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise EnvProgramError(f"{filename}: cannot compile ({type(exc).__name__}: {exc})", stage="sandbox_compile") from None
 
 
 def _construct(cls: type, class_name: str, kwargs: dict[str, Any]) -> Any:

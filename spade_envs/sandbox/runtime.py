@@ -1,27 +1,32 @@
 """``SandboxRuntime``: the default runtime for untrusted programs (DESIGN.md section 5).
 
-Each session is one environment instance living in a worker process (many sessions
-share a worker). Every method of :class:`SandboxSession` has the semantics of
-:class:`spade_envs.runtime.InProcessSession` (the worker runs that very class over the
-restricted program) and additionally:
+Each session is one environment instance living in **its own worker process** (one
+program per process: no two sessions, no two clients ever share one). Every method of
+:class:`SandboxSession` has the semantics of :class:`spade_envs.runtime.InProcessSession`
+(the worker runs that very class over the restricted program) and additionally:
 
-- a wall-clock deadline per call (``step_timeout_s``; ``open_timeout_s`` for compiling
-  and constructing): on expiry the worker is killed and replaced and the call fails
-  with ``EnvExecutionError(kind="timeout")``; other sessions of that worker fail their
-  next call with ``kind="crash"`` (their state is gone). ``reset`` on such a dead
-  session re-opens it on a live worker, so the next episode works;
-- results are checked again in the caller (string observations of capped length,
-  finite rewards, bools, dict infos);
+- a wall-clock deadline per call on the caller's clock (``step_timeout_s``, also for
+  ``solution``/``hint``/``snapshot``/``close``; ``open_timeout_s`` for compiling and
+  constructing): on expiry the worker is killed and the call fails with
+  ``EnvExecutionError(kind="timeout")``; the episode is over, ``reset`` re-opens the
+  program in a fresh worker;
+- every reply is parsed defensively (:func:`.protocol.decode_reply`: size, nesting,
+  element count, integers, lone surrogates) and checked again here (string
+  observations of capped length, finite rewards, bools, dict infos, valid tool specs);
+  a malformed reply fails that session alone (``kind="crash"``);
 - nothing the program does can raise anything but ``EnvProgramError`` /
-  ``EnvExecutionError`` here, nor stop the caller's process.
+  ``EnvExecutionError`` here, nor stop or slow the caller's process.
 
 ``step_batch``/``reset_batch`` send one message per worker for the whole batch.
+``info()`` reports the confinement layers the kernel applied to workers; when it
+refused one, a ``RuntimeWarning`` is issued once per process.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,15 +35,34 @@ from ..errors import EnvExecutionError, EnvProgramError, SpadeError
 from ..parameters import resolve_kwargs
 from ..program import inspect_program
 from ..runtime import EnvRuntime, EnvSession
-from .pool import Lost, Worker, WorkerPool
+from .confine import refused_layers
+from .pool import Worker, WorkerPool
 
 _ids = itertools.count(1)
+_KINDS = frozenset("error timeout crash memory recursion security output closed".split())
+_warned = [False]
 
 
-def _to_error(err: dict) -> SpadeError:
+def _text(value: Any, default: str, limit: int = 4000) -> str:
+    return value[:limit] if isinstance(value, str) else default
+
+
+def _to_error(err: Any) -> SpadeError:
+    """The error a worker reported, rebuilt from untrusted fields."""
+    err = err if isinstance(err, dict) else {}
     if err.get("type") == "program":
-        return EnvProgramError(err.get("msg", "program error"), stage=err.get("stage", "interface"))
-    return EnvExecutionError(err.get("msg", "execution error"), kind=err.get("kind", "error"))
+        return EnvProgramError(_text(err.get("msg"), "program error"), stage=_text(err.get("stage"), "interface", 64))
+    kind = err.get("kind")
+    return EnvExecutionError(_text(err.get("msg"), "execution error"), kind=kind if kind in _KINDS else "error")
+
+
+def _warn_refused(layers: dict) -> None:
+    refused = refused_layers(layers)
+    if refused and not _warned[0]:
+        _warned[0] = True
+        detail = "; ".join(f"{k}: {layers[k]}" for k in refused)
+        warnings.warn(f"spade-envs sandbox: the kernel refused part of the process jail ({detail})",
+                      RuntimeWarning, stacklevel=3)
 
 
 class SandboxSession(EnvSession):
@@ -57,27 +81,36 @@ class SandboxSession(EnvSession):
     # -- plumbing --------------------------------------------------------------------
     def _attach(self) -> None:
         source, class_name, kwargs, filename = self._spec
-        self.worker = self._runtime.pool.pick()
+        self.worker = self._runtime.pool.spawn()
+        _warn_refused(self.worker.layers)
         self._owner = os.getpid()
         self.sid = next(_ids)
-        self.worker.sessions.add(self)
         self._dead = None
         arg = {"source": source, "class_name": class_name, "kwargs": kwargs, "filename": filename}
         tools = self._runtime._call([(self, "open", arg)], self._runtime.open_timeout_s)[0]
+        if not isinstance(tools, SpadeError):
+            try:
+                self._set_tools(tools)
+            except SpadeError as exc:
+                tools = exc
         if isinstance(tools, SpadeError):
             self._detach()
             raise tools
-        self._set_tools(tools)
 
     def _detach(self) -> None:
         if self.worker is not None:
-            self.worker.sessions.discard(self)
+            self._runtime.pool.release(self.worker)
 
     def _set_tools(self, tools: Any) -> None:
         if tools is not None:
-            if not isinstance(tools, list):
-                raise EnvProgramError("the worker returned malformed tool specs")
-            self.tools = tools
+            from ..tools import validate_tool_specs
+
+            try:
+                self.tools = validate_tool_specs(tools)
+            except SpadeError:
+                raise
+            except Exception as exc:  # a hostile worker may send anything shaped like specs
+                raise EnvProgramError(f"the worker returned malformed tool specs ({type(exc).__name__})") from None
 
     def _unavailable(self) -> SpadeError | None:
         if self.closed:
@@ -88,8 +121,8 @@ class SandboxSession(EnvSession):
             return EnvExecutionError("this session was opened in another process (before a fork)", kind="crash")
         if self.worker is None or not self.worker.alive:
             return EnvExecutionError(
-                "the sandbox worker running this environment was restarted (another environment in it "
-                "hung or crashed); reset() starts a new episode", kind="crash")
+                "the sandbox worker running this environment is gone (it crashed, broke the protocol "
+                "or ran past a deadline); reset() starts a new episode", kind="crash")
         return None
 
     def _one(self, op: str, arg: Any) -> Any:
@@ -122,25 +155,29 @@ class SandboxSession(EnvSession):
         return self._one("snapshot", None)
 
     def close(self) -> None:
+        """Run the program's ``close()`` under the step deadline, then end the worker.
+        Raises ``EnvExecutionError`` when ``close()`` raised or hung (the session is
+        closed either way)."""
         if self.closed:
             return
-        if self._unavailable() is not None:
+        if self._owner != os.getpid():  # a forked copy: the parent's worker is not ours
             self.closed = True
-            self._detach()
             return
         try:
-            self._one("close", None)
+            if self._unavailable() is None:
+                self._one("close", None)
         finally:
             self.closed = True
             self._detach()
 
 
 class SandboxRuntime(EnvRuntime):
-    """Runs untrusted programs in isolated, resource-limited worker processes.
+    """Runs untrusted programs in jailed, resource-limited worker processes, one per
+    session.
 
-    ``max_workers`` defaults to the number of CPUs; ``memory_mb`` is each worker's
-    address-space budget on top of the pre-loaded zygote; ``cpu_s`` its CPU-second
-    limit over its life."""
+    ``max_workers`` is kept for compatibility and no longer bounds anything (every
+    session has its own process); ``memory_mb`` is each worker's address-space budget
+    on top of the pre-loaded zygote; ``cpu_s`` its CPU-second limit over its life."""
 
     def __init__(self, *, max_workers: int | None = None, step_timeout_s: float = 10.0,
                  open_timeout_s: float = 30.0, memory_mb: int = 1024, cpu_s: int = 3600) -> None:
@@ -156,8 +193,19 @@ class SandboxRuntime(EnvRuntime):
         return session
 
     def info(self) -> dict[str, Any]:
-        """How workers are confined here: ``network`` (``netns`` or ``audit-hook``), ``uid``."""
-        return dict(self.pool.zygote.info)
+        """How workers are confined here: ``network`` (``netns`` or ``audit-hook ...``),
+        ``uid`` (of a worker), ``layers`` (each confinement layer: ``applied ...`` or
+        ``refused: ERRNO ...``), ``refused`` (names of refused layers), ``read_paths``
+        (the read-only file view)."""
+        zygote = self.pool.zygote
+        if not self.pool.layers:
+            self.pool.release(self.pool.spawn())  # a probe worker reports the layers
+        layers = dict(self.pool.layers)
+        uid = layers.get("uid", "")
+        return {"network": zygote.info.get("network"), "zygote_uid": zygote.info.get("uid"),
+                "uid": int(uid.split()[1]) if uid.startswith("uid ") else zygote.info.get("uid"),
+                "layers": layers, "refused": refused_layers(layers),
+                "read_paths": list(zygote.info.get("read_paths", []))}
 
     # -- batching ----------------------------------------------------------------------
     def _call(self, calls: Sequence[tuple[SandboxSession, str, Any]], deadline_s: float) -> list[Any]:
@@ -177,26 +225,19 @@ class SandboxRuntime(EnvRuntime):
             return out
         with self.pool.lock:
             replies = self.pool.exchange(requests, deadline_s)
-        for worker, reply in replies.items():
+        for worker, (items, lost) in replies.items():
             idx = slots[worker]
-            if isinstance(reply, Lost):
-                for j, i in enumerate(idx):
-                    session, op, _ = calls[i]
-                    if reply.kind == "timeout" and j == reply.culprit:
-                        err = EnvExecutionError(f"{op}() {reply.detail}; the worker was killed", kind="timeout")
-                        session._dead = EnvExecutionError(f"this episode ended with a timeout in {op}()", kind="timeout")
-                    else:
-                        err = EnvExecutionError(f"{op}() was lost: {reply.detail}", kind="crash")
-                    out[i] = err
-                continue
-            if not isinstance(reply, list) or len(reply) != len(idx):
-                for i in idx:
-                    out[i] = EnvExecutionError("the worker sent a malformed reply", kind="crash")
-                self.pool.replace(worker)
-                continue
-            for i, item in zip(idx, reply):
-                ok, payload = (item + [None, None])[:2] if isinstance(item, list) else (0, {})
-                out[i] = payload if ok == 1 else _to_error(payload if isinstance(payload, dict) else {})
+            for j, i in enumerate(idx):
+                session, op, _ = calls[i]
+                if j < len(items):
+                    ok, payload = items[j]
+                    out[i] = payload if ok == 1 else _to_error(payload)
+                elif lost is not None and lost.kind == "timeout" and j == lost.culprit:
+                    out[i] = EnvExecutionError(f"{op}() {lost.detail}; the worker was killed", kind="timeout")
+                    session._dead = EnvExecutionError(f"this episode ended with a timeout in {op}()", kind="timeout")
+                else:
+                    detail = lost.detail if lost is not None else "no reply"
+                    out[i] = EnvExecutionError(f"{op}() was lost: {detail}", kind="crash")
         return out
 
     def _revive(self, session: SandboxSession) -> SpadeError | None:

@@ -1,33 +1,33 @@
 """Sandbox worker processes: the zygote and the per-worker main loop.
 
-The **zygote** is started once per :class:`~.pool.WorkerPool` (one interpreter start-up),
-pre-imports everything programs need (RestrictedPython, the module copies, numpy,
-math_verify warmed up), moves into a private network namespace, drops root, and then
-forks a worker for every ``spawn`` request received on its control socket together
-with the worker's three file descriptors (request pipe, reply pipe, progress page).
+The **zygote** is started once per :class:`~.pool.WorkerPool` (one interpreter start-up)
+with a clean environment, pre-imports everything programs need (RestrictedPython, the
+module copies, numpy, math_verify warmed up), computes the read-only file view of its
+workers (:func:`.confine.module_read_paths`), moves into a private network namespace
+and then forks a worker for every ``spawn`` request received on its control socket
+together with the worker's two pipes (request, reply). It answers each request with
+the worker's pid and a pidfd for it, so the caller can kill exactly that process.
 Forking a warm zygote takes milliseconds: no interpreter start-up per environment.
 
-A **worker** applies its limits and audit hook (:mod:`.confine`), then serves frames
-(:mod:`.protocol`) until its request pipe closes. It holds many sessions (one live
-environment each, :class:`~.restricted.RestrictedSession`), validates every result
-with :mod:`spade_envs.contract` (inside the session) and caps each result's size.
-Before each call it records (call number, start time) on the progress page, which
-is how the caller enforces per-call wall-clock deadlines without SIGALRM.
+A **worker** holds exactly one program (one session; a second ``open`` is refused),
+jails itself (:func:`.confine.jail_worker`), sends its hello frame (pid and the layer
+report), then serves request frames (:mod:`.protocol`) until its request pipe closes,
+writing one reply frame per call as soon as that call returns. It validates every
+result with :mod:`spade_envs.contract` (inside the session) and caps its size, nesting
+and element count. It keeps no clock the caller relies on: deadlines are the caller's.
 """
 
 from __future__ import annotations
 
 import json
-import mmap
 import os
 import signal
 import socket
 import sys
-import time
 from typing import Any
 
 from . import confine
-from .protocol import MAX_MESSAGE_BYTES, MAX_RESULT_BYTES, PROGRESS, pack, read_frame, write_all
+from .protocol import MAX_RESULT_BYTES, check_value, pack, read_frame, write_all
 
 
 def _error(exc: BaseException) -> list:
@@ -45,46 +45,50 @@ def _error(exc: BaseException) -> list:
 
 
 class WorkerState:
-    """The sessions of one worker and the dispatch of calls to them."""
+    """The one session of a worker and the dispatch of calls to it."""
 
     def __init__(self, loader: Any) -> None:
         self.loader = loader
-        self.sessions: dict[int, Any] = {}
-        self.sent_tools: dict[int, Any] = {}
+        self.sid: int | None = None
+        self.session: Any = None
+        self.sent_tools: Any = None
+        self.opened = False
 
-    def _tools_delta(self, sid: int, session: Any) -> Any:
+    def _tools_delta(self, session: Any) -> Any:
         tools = session.tools
-        if sid in self.sent_tools and self.sent_tools[sid] == tools:
+        if self.opened and self.sent_tools == tools:
             return None
-        self.sent_tools[sid] = tools
+        self.sent_tools = tools
+        self.opened = True
         return tools
 
     def call(self, op: str, sid: int, arg: Any) -> Any:
-        if op == "step":  # the hot path
-            session = self.sessions.get(sid)
-            if session is not None:
-                try:
-                    return list(session.step(arg))
-                except Exception as exc:
-                    raise _security_kind(exc) from None
+        session = self.session
+        if op == "step" and session is not None and sid == self.sid:  # the hot path
+            try:
+                return list(session.step(arg))
+            except Exception as exc:
+                raise _security_kind(exc) from None
         if op == "open":
-            session = self.loader.open(
+            if self.sid is not None:
+                raise RuntimeError("this worker already ran a program (one program per worker)")
+            self.sid = sid
+            arg = arg if isinstance(arg, dict) else {}
+            self.session = self.loader.open(
                 arg["source"], arg["class_name"], kwargs=arg.get("kwargs") or {},
                 filename=arg.get("filename", "<env>"), module_name=f"spade_env_{sid}",
             )
-            self.sessions[sid] = session
-            return self._tools_delta(sid, session)
+            return self._tools_delta(self.session)
         if op == "ping":
             return {"pid": os.getpid(), "network": confine.network_mode(), "uid": os.getuid()}
-        session = self.sessions.get(sid)
-        if session is None:
+        if session is None or sid != self.sid:
             raise KeyError(f"no session {sid} in this worker")
         try:
             if op == "step":
                 return list(session.step(arg))
             if op == "reset":
                 obs, info = session.reset(arg)
-                return [obs, info, self._tools_delta(sid, session)]
+                return [obs, info, self._tools_delta(session)]
             if op == "solution":
                 return session.solution()
             if op == "hint":
@@ -92,37 +96,30 @@ class WorkerState:
             if op == "snapshot":
                 return session.snapshot()
             if op == "close":
-                try:
-                    session.close()
-                finally:
-                    self.sessions.pop(sid, None)
-                    self.sent_tools.pop(sid, None)
-                    session.forget()
+                self.session = None
+                session.close()
                 return None
         except Exception as exc:
             raise _security_kind(exc) from None
         raise ValueError(f"unknown operation {op!r}")
 
-    def handle(self, request: bytes, progress: Any, counter: list[int]) -> bytes:
-        parts = []
-        total = 2
-        for op, sid, arg in json.loads(request):
-            counter[0] += 1
-            PROGRESS.pack_into(progress, 0, counter[0], time.monotonic_ns())
-            try:
-                encoded = _ENCODER.encode([1, self.call(op, sid, arg)])
-            except (ValueError, TypeError) as exc:
-                if isinstance(exc, ValueError) and "JSON compliant" in str(exc):
-                    encoded = json.dumps(_error(_output_error(f"{op}() returned a non-finite float")))
-                else:
-                    encoded = json.dumps(_error(exc))
-            except BaseException as exc:  # environment code may raise anything
-                encoded = json.dumps(_error(exc))
-            if len(encoded) > MAX_RESULT_BYTES or total + len(encoded) > MAX_MESSAGE_BYTES - 1024:
-                encoded = json.dumps(_error(_output_error(f"{op}() result of {len(encoded)} bytes exceeds the cap")))
-            total += len(encoded) + 1
-            parts.append(encoded)
-        return ("[" + ",".join(parts) + "]").encode("utf-8", "surrogatepass")
+    def answer(self, op: str, sid: int, arg: Any) -> bytes:
+        """One call -> its encoded reply frame payload (never raises)."""
+        try:
+            value = self.call(op, sid, arg)
+            problem = check_value(value, lenient=True)
+            if problem is not None:
+                raise _output_error(f"{op}() returned {problem}")
+            encoded = _ENCODER.encode([1, value])
+        except ValueError as exc:
+            if "JSON compliant" in str(exc):
+                exc = _output_error(f"{op}() returned a non-finite float")
+            encoded = json.dumps(_error(exc))
+        except BaseException as exc:  # environment code may raise anything
+            encoded = json.dumps(_error(exc))
+        if len(encoded) > MAX_RESULT_BYTES:
+            encoded = json.dumps(_error(_output_error(f"{op}() result of {len(encoded)} bytes exceeds the cap")))
+        return encoded.encode("utf-8", "surrogatepass")
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=repr)
@@ -140,27 +137,26 @@ def _output_error(msg: str) -> BaseException:
     return EnvExecutionError(msg, kind="output")
 
 
-def worker_main(req_fd: int, rep_fd: int, shm_fd: int, memory_mb: int, cpu_s: int, loader: Any) -> None:
-    """Serve frames until the request pipe closes. Never returns normally."""
-    confine.set_parent_death_signal()
-    progress = mmap.mmap(shm_fd, PROGRESS.size)
-    os.close(shm_fd)
-    confine.apply_limits(memory_mb, cpu_s)
-    confine.install_audit_hook()
+def worker_main(req_fd: int, rep_fd: int, memory_mb: int, cpu_s: int, loader: Any, read_paths: list[str]) -> None:
+    """Jail this process, say hello, serve frames until the request pipe closes."""
+    (req_fd, rep_fd), layers = confine.jail_worker(memory_mb, cpu_s, read_paths, (req_fd, rep_fd))
     state = WorkerState(loader)
-    counter = [0]
+    write_all(rep_fd, pack(json.dumps({"pid": os.getpid(), "uid": os.getuid(), "layers": layers}).encode()))
     while True:
         try:
             request = read_frame(req_fd)
-        except (EOFError, OSError):
+            calls = json.loads(request)
+        except (EOFError, OSError, ValueError, RecursionError):
             os._exit(0)
-        try:
-            reply = state.handle(request, progress, counter)
-        except MemoryError:
-            reply = b"[]"
-        if len(reply) > MAX_MESSAGE_BYTES:  # pragma: no cover - handle() caps results
-            os._exit(3)
-        write_all(rep_fd, pack(reply))
+        for call in calls:
+            try:
+                op, sid, arg = call
+                reply = state.answer(op, sid, arg)
+            except MemoryError:
+                reply = b'[0, {"type": "execution", "msg": "out of memory", "kind": "memory"}]'
+            except (TypeError, ValueError):
+                reply = b'[0, {"type": "execution", "msg": "malformed request", "kind": "error"}]'
+            write_all(rep_fd, pack(reply))
 
 
 def _warm_up(loader: Any) -> None:
@@ -180,34 +176,53 @@ def _warm_up(loader: Any) -> None:
     session.forget()
 
 
+def _preload_jail() -> None:
+    """Import what :func:`.confine.jail_worker` needs: a worker's uid cannot read most
+    of the file system, and its Landlock view holds only what is loaded here."""
+    import _strptime  # noqa: F401  (datetime.strptime imports it lazily: see prelude.LAZY_INTERNAL)
+    import time  # noqa: F401
+
+    from . import landlock, syscalls  # noqa: F401
+
+    try:
+        import pyseccomp  # noqa: F401
+    except ImportError:  # reported as a refused layer by every worker
+        pass
+
+
 def zygote_main(control_fd: int, memory_mb: int, cpu_s: int) -> None:
-    """Pre-load, confine, then fork a worker per request on the control socket."""
+    """Pre-load, isolate the network, then fork a worker per request on the control socket."""
     import gc
 
     from .restricted import RestrictedLoader
 
     confine.set_parent_death_signal()
+    env = confine.clean_environment(os.environ)  # the caller passed a clean one already
+    os.environ.clear()
+    os.environ.update(env)
+    sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
     loader = RestrictedLoader()
     try:
         _warm_up(loader)
     except Exception:  # pragma: no cover - a broken warm-up must not stop the zygote
         pass
+    _preload_jail()
+    read_paths = confine.module_read_paths()
     sock = socket.socket(fileno=control_fd)
     mode = confine.isolate_network()
-    confine.drop_privileges()
-    confine.set_parent_death_signal()  # credentials changed: the setting was cleared
+    confine.set_parent_death_signal()  # credentials may have changed: the setting was cleared
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped automatically
     gc.collect()
     gc.freeze()
-    sock.sendall(json.dumps({"network": mode, "uid": os.getuid()}).encode() + b"\n")
+    sock.sendall(json.dumps({"network": mode, "uid": os.getuid(), "read_paths": read_paths}).encode() + b"\n")
     while True:
         try:
-            msg, fds, _flags, _addr = socket.recv_fds(sock, 16, 3)
+            msg, fds, _flags, _addr = socket.recv_fds(sock, 16, 2)
         except OSError:
             os._exit(0)
         if not msg:
             os._exit(0)
-        if len(fds) != 3:
+        if len(fds) != 2:
             for fd in fds:
                 os.close(fd)
             continue
@@ -215,12 +230,18 @@ def zygote_main(control_fd: int, memory_mb: int, cpu_s: int) -> None:
         if pid == 0:
             try:
                 sock.close()
-                worker_main(fds[0], fds[1], fds[2], memory_mb, cpu_s, loader)
+                worker_main(fds[0], fds[1], memory_mb, cpu_s, loader, read_paths)
             finally:
                 os._exit(1)
         for fd in fds:
             os.close(fd)
-        sock.sendall(pid.to_bytes(8, "little"))
+        try:
+            pidfd = [os.pidfd_open(pid)]
+        except (OSError, AttributeError):
+            pidfd = []
+        socket.send_fds(sock, [pid.to_bytes(8, "little")], pidfd)
+        for fd in pidfd:
+            os.close(fd)
 
 
 if __name__ == "__main__":  # pragma: no cover - started by pool.py

@@ -28,8 +28,8 @@ A multi-player game is ONE Python source file, like any environment, whose singl
         def hint(self, player=None):        # -> str: privileged advice for `player`
         def close(self): ...
 
-Rules, checked by :func:`check_game_step` and the multi-player acceptance pipeline
-(:mod:`spade_envs.designer.acceptance_multiplayer`):
+Rules, checked by :func:`check_game_step` and by the game stages of acceptance
+(:mod:`spade_envs.designer.game_stages`):
 
 - actions are text, final moves as ``\boxed{...}``; an invalid action never raises: the
   game answers with an observation saying why (its rule may be a retry, a forfeited turn
@@ -44,7 +44,7 @@ Rules, checked by :func:`check_game_step` and the multi-player acceptance pipeli
 - stdlib plus the SPADE prelude names only, like every program (it runs in the sandbox).
 
 This module is the static side (detection, :func:`inspect_game`) and the value checks;
-:mod:`spade_envs.multiplayer_runtime` runs games through the ordinary runtimes.
+:mod:`spade_envs.games.runtime` runs games through the ordinary runtimes.
 """
 
 from __future__ import annotations
@@ -54,9 +54,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .contract import check_text
-from .errors import EnvProgramError
-from .program import parse_source, source_sha256
+from ..contract import check_text
+from ..errors import EnvProgramError
+from ..program import parse_source, source_sha256
 
 #: methods every multi-player ``*Env`` class defines
 REQUIRED_METHODS = ("reset", "step", "observe", "current_player", "scripted_action", "solution")
@@ -172,7 +172,7 @@ def inspect_game(source: Any, filename: str = "<game>") -> GameInfo:
         raise EnvProgramError(
             f"{filename}: multi-player game class {cls.name} lacks required method(s): "
             + ", ".join(f"{m}()" for m in missing)
-            + " (see spade_envs.multiplayer for the game format)"
+            + " (see spade_envs.games.format for the game format)"
         )
     metadata = _metadata(tree)
     declared = metadata.get("num_players", None)

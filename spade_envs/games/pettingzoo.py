@@ -25,9 +25,10 @@ from gymnasium import spaces
 from pettingzoo import AECEnv, ParallelEnv
 from pettingzoo.utils import parallel_to_aec
 
-from .errors import EnvProgramError, SpadeError
-from .multiplayer_runtime import MultiPlayerSession, open_game
-from .spaces import UnicodeText
+from ..errors import EnvProgramError, SpadeError
+from ..spaces import UnicodeText
+from .format import is_multiplayer
+from .runtime import MultiPlayerSession, open_game
 
 
 class TextObservation(str):
@@ -187,7 +188,7 @@ class SpadeParallelEnv(ParallelEnv):
 def make_parallel(env_id: str | None = None, *, source: str | None = None, render_mode: str | None = None,
                   **kwargs: Any) -> SpadeParallelEnv:
     """``ParallelEnv`` of a simultaneous-move game (``env_kwargs=``, ``trust_remote_code=``
-    pass through to :func:`~spade_envs.multiplayer_runtime.open_game`)."""
+    pass through to :func:`~spade_envs.games.runtime.open_game`)."""
     game = _open(env_id, source, kwargs)
     try:
         return SpadeParallelEnv(game, env_id=env_id, render_mode=render_mode)
@@ -203,8 +204,7 @@ def make_aec(env_id: str | None = None, *, source: str | None = None, render_mod
     A single-player environment id raises :class:`EnvProgramError` pointing to
     ``gym.make``; a simultaneous-move game comes back through ``parallel_to_aec``."""
     if env_id is not None and source is None:
-        from .multiplayer import is_multiplayer
-        from .registry.catalog import resolve
+        from ..registry.catalog import resolve
 
         record = resolve(env_id)
         if not is_multiplayer(record):

@@ -9,7 +9,7 @@ class, the program's only public ``*Env`` class, is appended. Each
 JSON-encoded result plus the game's state (player to move, every player's view). So the
 sandbox runs games with all its guarantees (RestrictedPython, worker processes,
 deadlines) and needs no game-specific operation, and every result is checked here, in the
-caller, by :mod:`spade_envs.multiplayer`.
+caller, by :mod:`spade_envs.games.format`.
 
 Hidden information: every player's view leaves the worker, but a session hands a player
 only its own view (``observe(player)``); agents and baselines get nothing else.
@@ -18,13 +18,14 @@ only its own view (``observe(player)``); agents and baselines get nothing else.
 from __future__ import annotations
 
 import json
-import random
 import re
 from collections.abc import Sequence
 from typing import Any
 
-from .errors import EnvExecutionError, EnvProgramError, SpadeError
-from .multiplayer import (
+from ..errors import EnvExecutionError, EnvProgramError, SpadeError
+from ..runtime import EnvRuntime, EnvSession
+from ..trust import get_runtime
+from .format import (
     GameInfo,
     MultiStepResult,
     check_actions,
@@ -35,30 +36,86 @@ from .multiplayer import (
     check_player,
     inspect_game,
 )
-from .runtime import EnvRuntime, EnvSession, get_runtime
 
 _GAME_PREFIX = "_SpadeGame_"
 ADAPTER_CLASS = "SpadeGameTransportEnv"
 
-_ADAPTER = '''
+# The transport runs next to the game's code, so it must not depend on anything the game
+# can rebind at run time: every name it uses (json functions, builtins, the game class)
+# is captured as a default argument when the transport is DEFINED, after the game's module
+# body has run, and the per-instance ``step`` closure shadows the class attribute (a game
+# that rebinds ``SpadeGameTransportEnv.step`` or the module's globals changes nothing).
+# The caller trusts none of it anyway: :meth:`MultiPlayerSession.decode` type-checks
+# every reply.
+_ADAPTER = """
 
-import json as _spade_json
+import json as _spade_transport_json
+
+_spade_transport_error = RuntimeError
 
 
-def _spade_plain(value):
-    if hasattr(value, "item"):
-        try:
-            return value.item()
-        except Exception:
-            pass
-    return repr(value)
+def _spade_transport_make(game, _loads=_spade_transport_json.loads, _dumps=_spade_transport_json.dumps,
+                          _isinstance=isinstance, _bool=bool, _int=int, _tuple=tuple, _range=range,
+                          _hasattr=hasattr, _getattr=getattr, _repr=repr, _ValueError=ValueError, _Exception=Exception):
+    def plain(value):
+        if _hasattr(value, "item"):
+            try:
+                return value.item()
+            except _Exception:
+                pass
+        return _repr(value)
+
+    def state():
+        n = game.num_players
+        sim = _bool(_getattr(game, "simultaneous", False))
+        out = {{"num_players": n, "simultaneous": sim, "current_player": None, "views": None}}
+        if _isinstance(n, _int) and not _isinstance(n, _bool) and 2 <= n <= 16:
+            out["current_player"] = game.current_player()
+            out["views"] = [game.observe(p) for p in _range(n)]
+        return out
+
+    def call(op, arg):
+        if op == "state":
+            return None
+        if op == "reset":
+            return game.reset(seed=arg)
+        if op == "step":
+            return game.step(arg)
+        if op == "legal_actions":
+            if not _hasattr(game, "legal_actions"):
+                return None
+            return game.legal_actions() if arg is None else game.legal_actions(arg)
+        if op == "scripted_action":
+            return game.scripted_action() if arg is None else game.scripted_action(arg)
+        if op == "hint":
+            if not _hasattr(game, "hint"):
+                return None
+            return game.hint() if arg is None else game.hint(arg)
+        if op == "solution":
+            return game.solution()
+        if op == "close":
+            if _hasattr(game, "close"):
+                game.close()
+            return None
+        raise _ValueError("unknown transport operation " + _repr(op))
+
+    def step(action):
+        command = _loads(action)
+        op = command["op"]
+        value = call(op, (command.get("args") or [None])[0])
+        out = {{"tuple": _isinstance(value, _tuple), "value": value}}
+        if op in ("state", "reset", "step"):
+            out["state"] = state()
+        return _dumps(out, default=plain), 0.0, False, False, {{}}
+
+    return step
 
 
 class {adapter}:
-    """Transport of a multi-player game through a single-player runtime (spade-envs)."""
+    \"\"\"Transport of a multi-player game through a single-player runtime (spade-envs).\"\"\"
 
-    def __init__(self, **kwargs):
-        self._game = {game}(**kwargs)
+    def __init__(self, _make=_spade_transport_make, _game_class={game}, **kwargs):
+        self.step = _make(_game_class(**kwargs))
 
     def reset(self, seed=None):
         return "", {{}}
@@ -66,51 +123,9 @@ class {adapter}:
     def solution(self):
         return ""
 
-    def _state(self):
-        game = self._game
-        n = game.num_players
-        sim = bool(getattr(game, "simultaneous", False))
-        out = {{"num_players": n, "simultaneous": sim, "current_player": None, "views": None}}
-        if isinstance(n, int) and not isinstance(n, bool) and 2 <= n <= 16:
-            out["current_player"] = game.current_player()
-            out["views"] = [game.observe(p) for p in range(n)]
-        return out
-
-    def _call(self, op, args):
-        game = self._game
-        if op == "state":
-            return None
-        if op == "reset":
-            return game.reset(seed=args[0])
-        if op == "step":
-            return game.step(args[0])
-        if op == "legal_actions":
-            if not hasattr(game, "legal_actions"):
-                return None
-            return game.legal_actions() if args[0] is None else game.legal_actions(args[0])
-        if op == "scripted_action":
-            return game.scripted_action() if args[0] is None else game.scripted_action(args[0])
-        if op == "hint":
-            if not hasattr(game, "hint"):
-                return None
-            return game.hint() if args[0] is None else game.hint(args[0])
-        if op == "solution":
-            return game.solution()
-        if op == "close":
-            if hasattr(game, "close"):
-                game.close()
-            return None
-        raise ValueError("unknown transport operation " + repr(op))
-
     def step(self, action):
-        command = _spade_json.loads(action)
-        op = command["op"]
-        value = self._call(op, command.get("args") or [None])
-        out = {{"tuple": isinstance(value, tuple), "value": value}}
-        if op in ("state", "reset", "step"):
-            out["state"] = self._state()
-        return _spade_json.dumps(out, default=_spade_plain), 0.0, False, False, {{}}
-'''
+        raise _spade_transport_error("the game transport was not constructed")
+"""
 
 
 def adapt_source(source: str, info: GameInfo) -> str:
@@ -130,7 +145,7 @@ def adapt_source(source: str, info: GameInfo) -> str:
 
 
 class MultiPlayerSession:
-    """One live game. Every value is checked (:mod:`spade_envs.multiplayer`); methods
+    """One live game. Every value is checked (:mod:`spade_envs.games.format`); methods
     raise :class:`EnvProgramError` (the game broke the format) or
     :class:`EnvExecutionError` (it raised, hung or broke a limit), nothing else.
 
@@ -153,15 +168,24 @@ class MultiPlayerSession:
         return json.dumps({"op": op, "args": list(args) or [None]}, ensure_ascii=False)
 
     def decode(self, op: str, result: Any) -> Any:
-        """The game's value from a transport step result (and the cached state updated)."""
+        """The game's value from a transport step result (and the cached state updated).
+
+        Nothing in the reply is trusted: it must be a JSON object ``{"tuple": bool,
+        "value": ..., "state": {...}}``; anything else fails this session with
+        :class:`EnvProgramError`, never another exception."""
         if isinstance(result, SpadeError):
             raise _named(op, result)
         try:
-            payload = json.loads(result[0])
-        except (TypeError, ValueError, IndexError):
+            text = result[0]
+            if not isinstance(text, str):
+                raise TypeError
+            payload = json.loads(text)
+        except (TypeError, ValueError, IndexError, KeyError, RecursionError):
             raise EnvProgramError(f"{op}(): the game transport returned malformed data") from None
-        if "state" in payload:
-            self._set_state(payload["state"])
+        if not isinstance(payload, dict) or not isinstance(payload.get("tuple", False), bool):
+            raise EnvProgramError(f"{op}(): the game transport returned malformed data")
+        if op in ("state", "reset", "step"):
+            self._set_state(payload.get("state"))
         value = payload.get("value")
         return tuple(value) if payload.get("tuple") and isinstance(value, list) else value
 
@@ -179,7 +203,9 @@ class MultiPlayerSession:
             raise EnvProgramError("the game transport returned a malformed state")
         self.num_players = check_num_players(state.get("num_players"))
         sim = state.get("simultaneous")
-        self.simultaneous = bool(sim)
+        if not isinstance(sim, bool):
+            raise EnvProgramError("the game transport returned a malformed state")
+        self.simultaneous = sim
         if self.simultaneous:
             self.current_player = 0
         else:
@@ -263,7 +289,7 @@ def open_game(
         raise ValueError("give exactly one of env_id or source=")
     trusted = False
     if env_id is not None:
-        from .registry.catalog import resolve
+        from ..registry.catalog import resolve
 
         record = resolve(env_id)
         source, trusted = record.source, record.trusted
@@ -281,29 +307,3 @@ def open_game(
         except SpadeError:
             pass
         raise
-
-
-# -- baseline policies -------------------------------------------------------------------
-class RandomPolicy:
-    """Uniform over ``legal_actions()`` (seeded); when the game lists none, a random
-    ``\\boxed{}`` of a short token (mostly invalid moves)."""
-
-    name = "random"
-
-    def __init__(self, seed: int = 0) -> None:
-        self.rng = random.Random(f"spade-random-policy:{seed}")  # independent of the game's own seed stream
-
-    def act(self, game: MultiPlayerSession, player: int) -> str:
-        legal = game.legal_actions(player if game.simultaneous else None)
-        if legal:
-            return self.rng.choice(legal)
-        return "\\boxed{" + str(self.rng.randint(0, 9)) + "}"
-
-
-class ScriptedPolicy:
-    """The game's own baseline strategy (``scripted_action``)."""
-
-    name = "scripted"
-
-    def act(self, game: MultiPlayerSession, player: int) -> str:
-        return game.scripted_action(player if game.simultaneous else None)

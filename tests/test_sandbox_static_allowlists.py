@@ -1,0 +1,186 @@
+"""The static layer's allow-lists and class guards, exercised in-process (fast).
+
+The loader here is the worker's half (:class:`RestrictedLoader`) without the process
+around it; every assertion is about what the static layer itself lets through.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from spade_envs.errors import EnvExecutionError, EnvProgramError
+from spade_envs.sandbox import guards, vetted
+from spade_envs.sandbox.prelude import IMPORTABLE, build_modules
+from spade_envs.sandbox.restricted import RestrictedLoader
+
+
+@pytest.fixture(scope="module")
+def loader():
+    return RestrictedLoader(static=True)
+
+
+def run(loader, body: str, module: str = "") -> str:
+    src = (
+        textwrap.dedent(module)
+        + "\nclass TEnv:\n    def __init__(self):\n        self.reset()\n"
+        + "    def reset(self, seed=None):\n        return 's', {}\n"
+        + "    def step(self, action):\n" + textwrap.indent(textwrap.dedent(body), " " * 8) + "\n"
+        + "    def solution(self):\n        return 'x'\n"
+    )
+    session = loader.open(src, "TEnv", module_name="spade_env_allowlist")
+    try:
+        return session.step("a")[0]
+    finally:
+        session.forget()
+
+
+def test_module_copies_hold_exactly_their_allow_list():
+    modules = build_modules()
+    for name, names in vetted.ALLOW.items():
+        if name == "__future__":
+            continue
+        exposed = {k for k in vars(modules[name]) if k != "__name__"}
+        allowed = set(names.split()) | ({"abc"} if name == "collections" else set())
+        assert exposed <= allowed, (name, exposed - allowed)
+    # the laundering helpers of issue 13 are not there
+    for mod, attr in [("functools", "singledispatch"), ("functools", "singledispatchmethod"), ("enum", "global_enum"),
+                      ("enum", "EnumMeta"), ("enum", "EnumType"), ("abc", "ABCMeta"), ("collections", "UserString"),
+                      ("typing", "get_type_hints"), ("typing", "no_type_check"), ("typing", "ForwardRef"),
+                      ("dataclasses", "make_dataclass"), ("string", "Formatter"), ("json", "load"), ("json", "dump")]:
+        assert not hasattr(modules[mod], attr), f"{mod}.{attr}"
+    for attr in ("load", "save", "fromfile", "memmap", "loadtxt", "ctypeslib", "lib", "testing", "set_printoptions"):
+        assert not hasattr(modules["numpy"], attr), attr
+    assert {"calendar", "hashlib", "tool_use_base_env"} <= IMPORTABLE
+
+
+@pytest.mark.parametrize("body,needle", [
+    ("functools.update_wrapper(self, random.shuffle, assigned=('__globals__',))", "assigned"),
+    ("functools.wraps(random.shuffle, updated=('__dict__',))", "assigned"),
+    ("functools.total_ordering(int)", "own classes"),
+    ("import dataclasses\ndataclasses.dataclass(int)", "own classes"),
+    ("from enum import Enum\nEnum('E', 'A', module='os')", "functional API"),
+    ("from enum import Enum\nEnum('E', [('__reduce_ex__', 1)])", "member name"),
+    ("type(int)('X', (), {})", "three arguments"),
+    ("type(type(1))('X', (), {})", "three arguments"),
+])
+def test_laundering_helpers_refuse(loader, body, needle):
+    with pytest.raises(EnvExecutionError) as info:
+        run(loader, body)
+    assert needle in str(info.value)
+
+
+def test_dataclass_refuses_crafted_field_names():
+    """Defence in depth: even an own class with a crafted annotation key is refused."""
+    crafted = type("Crafted", (), {"__annotations__": {"a=__import__('os')": int}})
+    guards.OWN_CLASSES.add(crafted)
+    try:
+        with pytest.raises(guards.SandboxViolation, match="plain identifier"):
+            vetted.dataclass(crafted)
+    finally:
+        guards.OWN_CLASSES.discard(crafted)
+
+
+def test_class_namespace_may_not_bind_other_dunders():
+    with pytest.raises(guards.SandboxViolation, match="__reduce_ex__"):
+        guards.build_class("K", (object,), {"__module__": "m", "__qualname__": "K", "__reduce_ex__": lambda s, p: 0})
+
+
+def test_sandbox_type_is_not_a_metaclass(loader):
+    obs = run(loader, """
+        class A:
+            pass
+        checks = [type(A()) is A, type(int) is type, isinstance(int, type), not isinstance(1, type),
+                  issubclass(type(A), type), type(3) == int, isinstance(A, (int, type))]
+        return str(checks) + type(int).__name__, 0.0, True, False, {}
+    """)
+    assert obs == str([True] * 7) + "type"
+
+
+NUMPY_PROBE = """
+seen = []
+class Probe:
+    def __getattr__(self, name):
+        seen.append(name)
+        if name == '__array__':
+            return lambda *a, **k: np.arange(3)
+        if name in ('__array_ufunc__', '__array_function__'):
+            return lambda *a, **k: 'hijacked'
+        if name == '__array_priority__':
+            return 1000.0
+        if name == '__array_interface__':
+            return {'shape': (8,), 'typestr': '|u1', 'data': (id(seen), False), 'version': 3}
+        raise AttributeError(name)
+p = Probe()
+results = [np.asarray(p).dtype == object, np.array([p]).dtype == object]
+for call in (lambda: np.add(p, 1), lambda: np.concatenate([[p], [p]]), lambda: np.arange(3) + p,
+             lambda: np.sum([p]), lambda: np.frombuffer(p)):
+    try:
+        results.append(str(call()) != 'hijacked')
+    except Exception as e:
+        results.append(type(e).__name__ != 'SandboxViolation')
+return str(results) + '|' + ','.join(n for n in seen if n.startswith('__')), 0.0, True, False, {}
+"""
+
+
+def test_numpy_array_protocols_are_not_answered_by_program_objects(loader):
+    obs = run(loader, NUMPY_PROBE)
+    checks, _, asked = obs.partition("|")
+    assert checks == str([True] * 7), obs
+    assert asked == "", f"numpy protocol lookups reached the program: {asked}"
+
+
+def test_numpy_array_protocols_via_instance_dict_and_setattr(loader):
+    obs = run(loader, """
+        class M:
+            pass
+        m = M()
+        m.__dict__['__array_interface__'] = {'shape': (8,), 'typestr': '|u1', 'data': (id(m), False), 'version': 3}
+        m.__dict__['__array_priority__'] = 99.0
+        return str(np.asarray(m).dtype), 0.0, True, False, {}
+    """)
+    assert obs == "object"
+    with pytest.raises(EnvExecutionError):
+        run(loader, "class M:\n    pass\nsetattr(M(), '__array_interface__', {})")
+
+
+def test_numpy_unsafe_array_methods_refused(loader):
+    for body in ("np.zeros(3).resize(10, refcheck=False)", "np.zeros(3).ctypes", "np.zeros(3).tofile('/x')",
+                 "np.zeros(3).__array_interface__", "np.zeros(3).dumps()"):
+        with pytest.raises((EnvExecutionError, EnvProgramError)):
+            run(loader, body)
+
+
+def test_format_guard_covers_subclasses_and_super(loader):
+    for body in (
+        "class S(str):\n    pass\nS('{0.__class__}').format(1)",
+        "class S(str):\n    def f(self):\n        return super().format(1)\nS('{0.__class__}').f()",
+        "class S(str):\n    pass\nS.format('{0.__class__}', 1)",
+        "class S(str):\n    def f(self):\n        return super().format_map({'a': 1})\nS('{a.__class__}').f()",
+        "f = functools.partial(str.format, '{0.__class__}')\nf(1)",
+    ):
+        with pytest.raises(EnvExecutionError) as info:
+            run(loader, body)
+        assert "__class__" in str(info.value)
+    # ordinary formatting still works, subclasses included
+    assert run(loader, "class S(str):\n    pass\nreturn S('{} {x}').format(1, x=2) + '{0[0]}'.format([3]), 0.0, True, False, {}") == "1 23"
+
+
+def test_sandbox_import_answers_c_lazy_imports_only():
+    from spade_envs.sandbox.prelude import safe_import
+
+    modules = build_modules()
+    imp = safe_import(modules)
+    # what PyImport_Import (numpy's and datetime's C code) sends: fromlist a list
+    assert imp("numpy._core._methods", {}, {}, [], 0) is None
+    assert imp("time", {}, {}, ["__doc__"], 0) is None
+    # import statements (tuple or empty fromlist) get copies or ImportError
+    assert imp("math", {}, {}, None, 0) is modules["math"]
+    assert imp("collections.abc", {}, {}, None, 0) is modules["collections"]
+    assert imp("__future__", {}, {}, ("annotations",), 0) is modules["__future__"]
+    for name, fromlist in (("os", None), ("os", ("path",)), ("sys", ()), ("numpy.lib", None), ("antigravity", [])):
+        with pytest.raises(ImportError):
+            imp(name, {}, {}, fromlist, 0)
+    with pytest.raises(ImportError):
+        imp("math", {}, {}, None, 1)
