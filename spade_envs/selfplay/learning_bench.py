@@ -45,7 +45,7 @@ EPISODE_SEED0 = 70_000  #: held-out episode seeds start here (away from acceptan
 def heldout_tasks(n_episodes: int, max_turns: int) -> tuple[list[Any], list[dict[str, Any]]]:
     """The held-out tasks (see the module docstring) and a description of each environment."""
     from ..agents.api import PlayTask
-    from ..multiplayer import is_multiplayer
+    from ..games import is_multiplayer
     from ..registry.catalog import seed_records
     from .levels import easiest
     from .splits import is_heldout
