@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("trl")
+pytestmark = pytest.mark.timeout(1500)  # four tiny rounds; minutes when 2 cores are shared
 
 from spade_envs.selfplay import build_config  # noqa: E402
 from spade_envs.selfplay.rewards import group_advantages  # noqa: E402
