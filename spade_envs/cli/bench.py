@@ -18,6 +18,7 @@ BENCHMARKS = {
     "rollout": "spade_envs.agents.bench_rollout",
     "prefix-sliding": "spade_envs.agents.bench_prefix_sliding",
     "acceptance": "spade_envs.designer.bench_acceptance",
+    "learning": "spade_envs.selfplay.learning_bench",
 }
 
 

@@ -1,11 +1,17 @@
 """``spade selfplay [--preset P] [--config FILE.yaml] [--rounds N] [--out DIR] [--resume]
-[--push-to-hub REPO] [--set KEY=VALUE ...] [--json]``: regret-driven self-play training.
+[--push-to-hub REPO] [--set KEY=VALUE ...] [--heldout N] [--time-budget S] [--json]``:
+regret-driven self-play training.
 
-Progress (one line per round) goes to stderr; at the end a summary table is printed, or
+Progress goes to stderr as plain flushed lines (each phase of a round, then one
+summary line per round), so it shows in a terminal, a pipe or a log file alike; at the end a summary table is printed, or
 with ``--json`` exactly one JSON object: ``{"out_dir", "rounds", "generations",
 "registered", "proposed", "valid", "rejected_at", "metrics", "plot", "checkpoint", ...}``.
 Any setting of :class:`~spade_envs.selfplay.config.SelfPlayConfig` can be given with
-``--set key=value`` (lists as JSON).
+``--set key=value`` (lists as JSON). ``--heldout N`` also plays N held-out episodes
+(held-out seeds at their easiest level) with the base model before and with the trained
+checkpoint after, and prints them side by side; ``--time-budget S`` starts no new round
+after S seconds. The end of the output says in plain words what happened
+(``plain_summary`` in the JSON).
 """
 
 from __future__ import annotations
@@ -72,6 +78,8 @@ def register(app: typer.Typer) -> None:
         resume: bool = typer.Option(False, "--resume", help="continue from the latest checkpoint in --out"),
         push_to_hub: Optional[str] = typer.Option(None, "--push-to-hub", help="dataset repo to push each generation to"),
         sets: list[str] = typer.Option([], "--set", help="any setting, KEY=VALUE (repeatable)"),
+        heldout: int = typer.Option(0, "--heldout", help="also play N held-out episodes before and after, side by side"),
+        time_budget: Optional[float] = typer.Option(None, "--time-budget", help="start no new round after S seconds"),
         as_json: bool = typer.Option(False, "--json", help="print one JSON object on stdout"),
     ) -> None:
         """Regret-driven self-play: the designer proposes, the agent plays, both learn."""
@@ -86,11 +94,48 @@ def register(app: typer.Typer) -> None:
             cfg = build_config(preset, config, **{**_parse_sets(sets), **{k: v for k, v in flags.items() if v is not None}})
         except SpadeError as exc:
             raise fail(str(exc), 2) from None
-        from ..selfplay.loop import run
+        import os
+        import sys
 
-        typer.echo(f"spade selfplay: preset {cfg.preset}, model {cfg.model}, {cfg.rounds} rounds -> {cfg.out_dir}", err=True)
-        summary = run(cfg, resume=resume, on_round=lambda row: typer.echo(_progress_line(row), err=True))
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch loads: shared cores, no spinning
+        from ..selfplay.loop import _read_rows, run
+
+        if heldout < 0 or (time_budget is not None and time_budget < 0):
+            raise fail("--heldout and --time-budget must be >= 0", 2)
+
+        def say(text: str) -> None:  # plain lines, flushed: progress shows in logs and pipes too
+            print(text, file=sys.stderr, flush=True)
+
+        say(f"spade selfplay: preset {cfg.preset}, model {cfg.model}, {cfg.rounds} rounds -> {cfg.out_dir}")
+        before = None
+        try:
+            if heldout:
+                from ..selfplay.report import heldout_before
+
+                say(f"held-out split before training: {heldout} episodes ...")
+                before = heldout_before(cfg.model, episodes=heldout, max_turns=cfg.max_turns,
+                                        max_new_tokens=cfg.agent_max_new_tokens, seed=cfg.seed)
+                say(f"held-out before: {sum(before)}/{len(before)} won")
+            summary = run(cfg, resume=resume, on_round=lambda row: say(_progress_line(row)), on_phase=say,
+                          time_budget_s=time_budget)
+            if heldout:
+                from ..selfplay.report import heldout_compare, trained_model_folder
+
+                say("held-out split after training ...")
+                summary["heldout"] = heldout_compare(cfg.model, trained_model_folder(summary), episodes=heldout,
+                                                     max_turns=cfg.max_turns, max_new_tokens=cfg.agent_max_new_tokens,
+                                                     seed=cfg.seed, before=before)
+        except SpadeError as exc:
+            raise fail(str(exc), 1) from None
+        from ..selfplay.report import compare_table, plain_summary
+
+        summary["plain_summary"] = plain_summary(summary, _read_rows(summary["metrics"]), summary.get("heldout"))
         if as_json:
             typer.echo(json.dumps(summary, default=str, sort_keys=True))
         else:
             typer.echo(_table(summary))
+            if summary.get("heldout"):
+                typer.echo("")
+                typer.echo(compare_table(summary["heldout"]))
+            typer.echo("")
+            typer.echo(summary["plain_summary"])

@@ -10,12 +10,17 @@ Presets:
   environments per round; finishes in a few minutes on 2 cores (CI, README main job);
 - ``cpu-harness``: ``cpu-tiny`` with the scripted designer ``scripted:seed-variants``
   (renamed seeds, novelty check off) to exercise registration and evaluation end to end;
-- ``cpu-smol``: the packaged SmolLM2-135M-Instruct on CPU (slow: minutes per round);
+- ``cpu-smol``: the packaged SmolLM2-135M-Instruct on CPU, seeds at their easiest level,
+  mostly ``params`` design (the main job, ``make run``);
 - ``gpu-tiny``: the random model with vLLM colocated (for ``benchmarks/gpu_selfplay.sh``);
-- ``gpu-4b`` / ``gpu-8b`` / ``gpu-30b``: SPADE's recipes (temperature 0.6, clip
-  0.2/0.28, KL beta 0, lr 1e-6, at most 25 turns, designer regeneration every 4
-  rollouts) with vLLM; ``model`` must name a local checkpoint folder (models are never
-  downloaded), e.g. ``--model /models/Qwen3-4B``.
+- ``gpu-4b`` / ``gpu-8b`` / ``gpu-30b``: SPADE-like shapes (temperature 0.6, clip
+  0.2/0.28, lr 1e-6, at most 25 turns, designer regeneration every 4 rollouts, mostly
+  ``code`` design) with vLLM and micro-batches that fit one GPU; ``model`` must name a
+  local checkpoint folder (models are never downloaded), e.g. ``--model /models/Qwen3-4B``;
+- ``spade``: SPADE's released tool-use 4B recipe as closely as this trainer allows
+  (per-skill centred, scaled designer rewards, invalid 0, step timeout -0.5, KL 0.005,
+  16 hinted plays once per environment, failed plays -1, unterminated 0); see
+  :data:`SPADE` for where it differs.
 """
 
 from __future__ import annotations
@@ -55,8 +60,12 @@ class SelfPlayConfig:
     vllm_mode: str = "colocate"  #: ``colocate`` (same GPU) or ``server`` (``trl vllm-serve``)
     vllm_server_base_url: str | None = None  #: server mode: e.g. http://127.0.0.1:8000
     vllm_gpu_memory_utilization: float = 0.3  #: colocate mode share of GPU memory for vLLM
-    vllm_max_model_length: int | None = 4096  #: vLLM context length
+    vllm_max_model_length: int | None = None  #: vLLM context (None: max of max_context and designer prompt + completion)
+    vllm_importance_sampling_mode: str = "token_truncate"  #: TRL's IS correction (token level: long designer programs)
     gradient_checkpointing: bool = False
+    micro_batch_size: int = 8  #: rows per forward/backward per device; a step accumulates gradients over the rest
+    max_context: int = 4096  #: token budget of one agent episode (the rollout stops when it is full)
+    designer_prompt_tokens: int = 2048  #: token budget of a designer prompt (with memory examples)
 
     # -- GRPO (both roles, one model, one optimizer) --------------------------------------
     learning_rate: float = 1e-6  #: SPADE: 1e-6 (cpu-tiny uses a large one so weights visibly move)
@@ -64,7 +73,7 @@ class SelfPlayConfig:
     epsilon: float = 0.2  #: lower clip
     epsilon_high: float = 0.28  #: upper clip (DAPO-style clip-higher)
     loss_type: str = "dapo"  #: TRL loss type
-    scale_rewards: str = "group"  #: advantages normalized within each group (environment / prompt)
+    scale_rewards: str = "group"  #: TRL: "group" divides by the group std; "none" only centres (SPADE)
     max_grad_norm: float = 1.0
     weight_decay: float = 0.0
     temperature: float = 0.6  #: sampling temperature of both roles
@@ -74,8 +83,9 @@ class SelfPlayConfig:
     hint_plays: int = 1  #: hinted plays per environment per round (``n_hint``, for regret)
     max_turns: int = 2  #: turns per episode (SPADE: at most 25)
     agent_max_new_tokens: int = 12  #: tokens per agent turn
-    envs_per_round: int = 2  #: environments the agent plays per round (new first, then replay)
-    train_agent_on_hint: bool = False  #: also take a GRPO step on hinted plays
+    envs_per_round: int = 2  #: at most this many environments per round (waiting candidates first, then replay)
+    failed_play_reward: float = 0.0  #: agent reward of a play whose environment failed (SPADE: -1)
+    unterminated_reward: float | None = None  #: reward of a play that never terminated (None: its last reward; SPADE: 0)
     prefix_sliding: list[int] | None = None  #: ``[P, W]``: Prefix Sliding for the agent role
     sandbox_seeds: bool = False  #: run the seed suite in the sandbox too
 
@@ -86,8 +96,13 @@ class SelfPlayConfig:
     designer_group_size: int = 2  #: candidates per prompt = designer GRPO group
     designer_max_new_tokens: int = 64  #: tokens per candidate (real models need ~2048)
     reward_mode: str = "regret"  #: ``regret`` | ``blend`` | ``solve_rate`` (designer.regret.RewardMode)
-    invalid_penalty: float = -1.0  #: designer reward of a candidate the acceptance pipeline rejects
+    invalid_penalty: float = -1.0  #: designer reward of a candidate the acceptance pipeline rejects (SPADE: 0)
+    step_timeout_penalty: float = -1.0  #: designer reward of a candidate whose step timed out in play (SPADE: -0.5)
     play_window: int = 1  #: rounds of plays before a candidate's regret is final (reward delay)
+    hint_once: bool = False  #: hinted plays once per environment, when first played (SPADE); else every round
+    designer_center: str = "none"  #: "skill": centre designer rewards on their skill's mean, no std (SPADE)
+    designer_reward_scale: float | None = 1.0  #: multiply designer rewards (None: SPADE's min(50, agent/designer rows x regen))
+    params_share: float = 0.0  #: share of designer prompts in ``params`` mode (propose a registry variant)
     corpus: str = "stdlib"  #: grounding documents (designer.corpus.Corpus source)
     skills: list[str] = field(default_factory=lambda: [
         "mathematical reasoning", "logical deduction", "spatial reasoning", "pattern recognition",
@@ -104,6 +119,8 @@ class SelfPlayConfig:
     replay_temperature: float = 0.5  #: priority sharpness; 0 = uniform
     replay_min_priority: float = 0.05  #: floor so unscored / zero-regret envs still get picked
     include_seeds: bool = True  #: start the replay buffer with the train split of the seed suite
+    seed_levels: str = "default"  #: seeds at their defaults, at the "easiest" difficulty level, or every "ladder" level
+    seed_games: bool = True  #: include the multi-agent seed games (vs their built-in opponent) in the replay buffer
 
     # -- logging ------------------------------------------------------------------------------
     tensorboard: bool = True  #: write TensorBoard logs when tensorboard is installed
@@ -122,6 +139,16 @@ class SelfPlayConfig:
                 raise SelfPlayConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.agent_group_size < 2 or self.designer_group_size < 2:
             raise SelfPlayConfigError("agent_group_size and designer_group_size must be >= 2 (GRPO groups)")
+        if int(self.micro_batch_size) < 1 or int(self.max_context) < 64 or int(self.designer_prompt_tokens) < 64:
+            raise SelfPlayConfigError("micro_batch_size must be >= 1, max_context and designer_prompt_tokens >= 64")
+        if not 0.0 <= float(self.params_share) <= 1.0:
+            raise SelfPlayConfigError(f"params_share must be in [0, 1], got {self.params_share}")
+        if self.seed_levels not in ("default", "easiest", "ladder"):
+            raise SelfPlayConfigError(f"seed_levels must be default, easiest or ladder, got {self.seed_levels!r}")
+        if self.designer_center not in ("none", "skill"):
+            raise SelfPlayConfigError(f"designer_center must be none or skill, got {self.designer_center!r}")
+        if self.scale_rewards not in ("group", "batch", "none"):
+            raise SelfPlayConfigError(f"scale_rewards must be group, batch or none, got {self.scale_rewards!r}")
         if self.envs_per_round < 0 or self.designer_prompts < 0:
             raise SelfPlayConfigError("envs_per_round and designer_prompts must be >= 0")
         if self.vllm_mode not in ("colocate", "server"):
@@ -161,6 +188,10 @@ def _coerce(name: str, value: Any) -> Any:
     kind = {f.name: f.type for f in dataclasses.fields(SelfPlayConfig)}[name]
     if not isinstance(value, str) or kind in ("str",):
         return value
+    if kind.endswith(" | None"):
+        if value.lower() in ("null", "none"):
+            return None
+        kind = kind[: -len(" | None")]
     if kind == "bool":
         if value.lower() in ("1", "true", "yes", "on"):
             return True
@@ -185,7 +216,23 @@ _SPADE_RECIPE = dict(
     temperature=0.6, epsilon=0.2, epsilon_high=0.28, beta=0.0, learning_rate=1e-6, max_turns=25,
     designer_every=4, use_vllm=True, dtype="bfloat16", agent_group_size=8, hint_plays=4,
     designer_group_size=8, agent_max_new_tokens=1024, designer_max_new_tokens=4096, reward_mode="regret",
-    play_window=4, register_every=4, gradient_checkpointing=True, model_hints=True,
+    play_window=4, register_every=4, gradient_checkpointing=True, model_hints=True, micro_batch_size=4,
+    max_context=16384, designer_prompt_tokens=4096, params_share=0.25,
+)
+
+#: SPADE's released recipe (spade-rl/spade cmd/tool_use/train_spade_4b.sh, spare/core/utils/
+#: delayed_env_rewards.py and rewards.py). Where this preset differs from it: the designer
+#: is still trained in GRPO groups of ``designer_group_size`` >= 2 (SPADE samples one
+#: environment per prompt and uses only the per-skill centring as baseline), the agent's
+#: group is the plays of one environment with one seed, and rollouts run through TRL/vLLM
+#: instead of slime/sglang (same clip, KL, lr, temperatures, turns and token budgets).
+SPADE = dict(
+    _SPADE_RECIPE, rounds=500, agent_group_size=16, hint_plays=16, hint_once=True, play_window=32,
+    designer_every=32, register_every=32, envs_per_round=16, designer_prompts=8, designer_group_size=2,
+    beta=0.005, weight_decay=0.1, scale_rewards="none", designer_center="skill", designer_reward_scale=None,
+    invalid_penalty=0.0, step_timeout_penalty=-0.5, failed_play_reward=-1.0, unterminated_reward=0.0,
+    agent_max_new_tokens=8192, designer_max_new_tokens=16384, max_context=32768, designer_prompt_tokens=8192,
+    model="Qwen3-4B", vllm_gpu_memory_utilization=0.35, params_share=0.0,
 )
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -193,18 +240,24 @@ PRESETS: dict[str, dict[str, Any]] = {
     # harness check: a scripted designer proposes renamed train-split seeds (valid) and prose
     # (invalid), so registration, a new generation and `spade eval` on it run end to end
     "cpu-harness": dict(learning_rate=1e-3, designer="scripted:seed-variants", novelty_check=False),
-    "cpu-smol": dict(model="default", learning_rate=1e-6, rounds=4, agent_max_new_tokens=96, max_turns=4,
-                     designer_max_new_tokens=768, envs_per_round=2, agent_group_size=2, hint_plays=2),
+    # the packaged SmolLM2-135M on 2 CPU cores (the main job): seeds at their easiest
+    # level so the agent wins some plays, mostly params-mode design (a 135M model cannot
+    # write a program that passes acceptance, but it can pick a variant)
+    "cpu-smol": dict(model="default", learning_rate=5e-5, rounds=2, agent_max_new_tokens=48, max_turns=2,
+                     designer_max_new_tokens=256, envs_per_round=4, agent_group_size=4, hint_plays=2,
+                     designer_prompts=3, designer_group_size=2, params_share=0.67, seed_levels="easiest",
+                     seed_games=False, micro_batch_size=8, max_context=1536, model_hints=False, reward_mode="blend"),
     "gpu-tiny": dict(use_vllm=True, vllm_mode="colocate", vllm_gpu_memory_utilization=0.2, rounds=3,
                      learning_rate=1e-3, agent_group_size=4, hint_plays=2, envs_per_round=4,
                      agent_max_new_tokens=64, designer_max_new_tokens=256, designer_group_size=4,
-                     designer_prompts=2, max_turns=4, vllm_max_model_length=2048),
+                     designer_prompts=2, max_turns=4, micro_batch_size=8, max_context=2048, params_share=0.5),
     "gpu-4b": dict(_SPADE_RECIPE, model="Qwen3-4B", envs_per_round=32, designer_prompts=16,
                    vllm_gpu_memory_utilization=0.35, rounds=200),
     "gpu-8b": dict(_SPADE_RECIPE, model="Qwen3-8B", envs_per_round=32, designer_prompts=16,
-                   vllm_gpu_memory_utilization=0.3, rounds=200),
+                   vllm_gpu_memory_utilization=0.3, rounds=200, micro_batch_size=2),
     "gpu-30b": dict(_SPADE_RECIPE, model="Qwen3-30B-A3B", envs_per_round=64, designer_prompts=32,
-                    vllm_mode="server", rounds=200),
+                    vllm_mode="server", rounds=200, micro_batch_size=1),
+    "spade": SPADE,
 }
 
 
@@ -212,7 +265,10 @@ def preset(name: str) -> SelfPlayConfig:
     """The named preset (:data:`PRESETS`)."""
     if name not in PRESETS:
         raise SelfPlayConfigError(f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}")
-    return SelfPlayConfig().replace(preset=name, **PRESETS[name])
+    try:  # not replace(): a preset may set a field to None on purpose
+        return SelfPlayConfig(**{**SelfPlayConfig().to_dict(), **PRESETS[name], "preset": name})
+    except (TypeError, ValueError) as exc:
+        raise SelfPlayConfigError(f"preset {name!r}: {exc}") from None
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:

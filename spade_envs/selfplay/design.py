@@ -39,6 +39,9 @@ class Proposal:
     rejected_at: str | None = None
     parent_ids: list[str] = field(default_factory=list)
     novelty: float | None = None  #: 1 - max(code, text) similarity to the memory
+    env_id: str | None = None  #: params mode: the registered variant's id (registered when accepted)
+    parent: str | None = None  #: params mode: the parent environment
+    params: dict | None = None  #: params mode: the variant's kwargs
 
     @property
     def valid(self) -> bool:
@@ -88,7 +91,7 @@ class ScriptedSeedVariants(Backend):
                 text = "I am not sure how to write this environment."
             prompt = encode(self.tokenizer, render(self.tokenizer, conv))
             ids = encode(self.tokenizer, text)
-            out.append(Generation(text=text, token_ids=ids, logprobs=[0.0] * len(ids), prompt_token_ids=prompt))
+            out.append(Generation(text=text, token_ids=ids, logprobs=[], prompt_token_ids=prompt))  # none sampled
         return out
 
 
@@ -121,7 +124,8 @@ class SelfPlayDesigner:
         retrieval = self.memory.retrieve(skill, mode=mode, seed=seed)
         return build_prompt(mode, skill, doc, retrieval), list(getattr(retrieval, "parent_ids", []) or [])
 
-    def propose(self, round_no: int, rng: random.Random, pending: list[tuple[str, str]] = ()) -> list[Proposal]:
+    def propose(self, round_no: int, rng: random.Random, pending: list[tuple[str, str]] = (),
+                n_prompts: int | None = None) -> list[Proposal]:
         """``designer_prompts`` prompts x ``designer_group_size`` completions, validated.
         The memory is reloaded from the registry first; ``pending`` = ``(key, source)`` of
         accepted environments not registered yet (the novelty check sees them too)."""
@@ -133,7 +137,7 @@ class SelfPlayDesigner:
             for key, source in pending:
                 self.memory.novelty_index().add(key, source)
         convs, meta = [], []
-        for p in range(cfg.designer_prompts):
+        for p in range(cfg.designer_prompts if n_prompts is None else n_prompts):
             skill, mode = rng.choice(cfg.skills), rng.choice(cfg.modes)
             doc = self.docs[rng.randrange(len(self.docs))]
             messages, parents = self._prompt(mode, skill, doc, rng.randrange(2**31))

@@ -23,15 +23,23 @@ from .metrics import MetricsLogger
 
 def run(config: SelfPlayConfig, *, resume: bool = False, registry: Any = None, designer_backend: Any = None,
         runtime: Any = None, on_round: Callable[[dict], None] | None = None,
-        on_start: Callable[[Any], None] | None = None) -> dict[str, Any]:
-    """Run ``config.rounds`` rounds in total (continuing a checkpoint with ``resume``)."""
+        on_start: Callable[[Any], None] | None = None, on_phase: Callable[[str], None] | None = None,
+        time_budget_s: float | None = None) -> dict[str, Any]:
+    """Run ``config.rounds`` rounds in total (continuing a checkpoint with ``resume``).
+    With several processes (``accelerate launch``) only the main one writes metrics,
+    TensorBoard, the plot and checkpoints; registry writes go through :mod:`.dist`.
+    ``time_budget_s``: start no new round once this many seconds have passed (at least
+    one round runs); the summary's ``stopped_by_budget`` says whether it cut the run short."""
+    from . import dist
     from .trainer import SelfPlayTrainer
 
     t0 = time.perf_counter()
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    trainer = SelfPlayTrainer(config, registry=registry, designer_backend=designer_backend, runtime=runtime)
-    logger = MetricsLogger(out, tensorboard=config.tensorboard)
+    trainer = SelfPlayTrainer(config, registry=registry, designer_backend=designer_backend, runtime=runtime,
+                              on_phase=on_phase)
+    main = dist.is_main(trainer.acc)
+    logger = MetricsLogger(out, tensorboard=config.tensorboard and main, write=main)
     note = None
     if resume:
         ck = checkpoint.latest(out)
@@ -47,19 +55,25 @@ def run(config: SelfPlayConfig, *, resume: bool = False, registry: Any = None, d
                     f"{trainer.registry.next_generation()} vs {state['registry_next_generation']}): not an exact resume")
     else:
         logger.truncate(-1)
-    (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2, sort_keys=True), encoding="utf-8")
+    if main:
+        (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2, sort_keys=True), encoding="utf-8")
     if on_start is not None:
         on_start(trainer)
     rows = []
+    stopped = False
     try:
         while trainer.round < config.rounds:
+            if time_budget_s is not None and rows and time.perf_counter() - t0 >= time_budget_s:
+                stopped = True
+                break
             row = trainer.run_round()
             logger.log(row)
             rows.append(row)
-            if config.plot:
+            if config.plot and main:
                 logger.plot()
             done = trainer.round
-            if done % config.checkpoint_every == 0 or done == config.rounds:
+            out_of_time = time_budget_s is not None and time.perf_counter() - t0 >= time_budget_s
+            if main and (done % config.checkpoint_every == 0 or done == config.rounds or out_of_time):
                 checkpoint.save(out, done - 1, model=trainer.grpo.accelerator.unwrap_model(trainer.model),
                                 tokenizer=trainer.tokenizer, optimizer=trainer.grpo.optimizer, rng=trainer.rng,
                                 state=trainer.state_dict(), keep=config.keep_checkpoints)
@@ -71,7 +85,7 @@ def run(config: SelfPlayConfig, *, resume: bool = False, registry: Any = None, d
             trainer.agent.close()
         except Exception:
             pass
-    all_rows = logger.read()
+    all_rows = logger.read() if main else rows
     ck = checkpoint.latest(out)
     return {
         "out_dir": str(out), "rounds": len(all_rows), "rounds_this_run": len(rows),
@@ -82,7 +96,7 @@ def run(config: SelfPlayConfig, *, resume: bool = False, registry: Any = None, d
         "rejected_at": _merge([r.get("rejected_at") or {} for r in all_rows]),
         "metrics": str(logger.path), "plot": str(out / "metrics.png") if (out / "metrics.png").exists() else None,
         "tensorboard": logger.tensorboard_note, "checkpoint": str(ck) if ck else None,
-        "last": all_rows[-1] if all_rows else None, "resume_note": note,
+        "last": all_rows[-1] if all_rows else None, "resume_note": note, "stopped_by_budget": stopped,
         "seconds": round(time.perf_counter() - t0, 2),
     }
 
@@ -93,3 +107,11 @@ def _merge(dicts: list[dict[str, int]]) -> dict[str, int]:
         for k, v in d.items():
             out[k] = out.get(k, 0) + int(v)
     return out
+
+
+def _read_rows(path: str | Path) -> list[dict[str, Any]]:
+    """The rows of a ``metrics.jsonl`` (empty when missing)."""
+    p = Path(path)
+    if not p.exists():
+        return []
+    return [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -1,8 +1,10 @@
 """Per-round metrics: ``metrics.jsonl`` (always), TensorBoard (when installed), ``metrics.png``.
 
-TensorBoard needs the ``tensorboard`` package (``torch.utils.tensorboard`` imports it);
-without it only JSONL and the plot are written and :attr:`MetricsLogger.tensorboard_note`
-says so.
+TensorBoard (``tensorboard``, a pinned dependency) gets every numeric field of a row
+as ``selfplay/<key>`` at step = round, plus per-list means (advantages) as
+``selfplay/<key>_mean`` and ``_abs_mean``; ``tensorboard --logdir OUT/tensorboard``.
+Without the package only JSONL and the plot are written and
+:attr:`MetricsLogger.tensorboard_note` says so.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ PLOTTED = (
 class MetricsLogger:
     """Appends one JSON object per round; mirrors scalars to TensorBoard when possible."""
 
-    def __init__(self, out_dir: str | Path, *, tensorboard: bool = True) -> None:
+    def __init__(self, out_dir: str | Path, *, tensorboard: bool = True, write: bool = True) -> None:
+        self.write = write  # False on non-main ranks: nothing is written
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.path = self.out_dir / "metrics.jsonl"
@@ -42,6 +45,8 @@ class MetricsLogger:
 
     def truncate(self, last_round: int) -> None:
         """Keep only rounds <= ``last_round`` (on resume from a checkpoint)."""
+        if not self.write:
+            return
         rows = [r for r in self.read() if r.get("round", -1) <= last_round]
         self.path.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows), encoding="utf-8")
 
@@ -51,12 +56,18 @@ class MetricsLogger:
         return [json.loads(line) for line in self.path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
     def log(self, row: dict[str, Any]) -> None:
+        if not self.write:
+            return
         with self.path.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(row, sort_keys=True) + "\n")
         if self.writer is not None:
             for key, value in row.items():
                 if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:
                     self.writer.add_scalar(f"selfplay/{key}", value, row["round"])
+                elif isinstance(value, list) and value and all(isinstance(v, (int, float)) for v in value):
+                    self.writer.add_scalar(f"selfplay/{key}_mean", sum(value) / len(value), row["round"])
+                    self.writer.add_scalar(f"selfplay/{key}_abs_mean", sum(abs(v) for v in value) / len(value),
+                                           row["round"])
             self.writer.flush()
 
     def plot(self) -> Path | None:

@@ -63,76 +63,142 @@ class TrainerTransformersBackend(Backend):
             self._model.train(was_training)
 
 
+def request_seeds(seed: int | None, n: int, rank: int = 0) -> list[int | None]:
+    """One sampling seed per request: ``seed`` offset by the request index (and the rank,
+    so ranks do not repeat each other); all None when unseeded. vLLM seeds each request
+    from its own ``SamplingParams.seed``: ONE seed for a batch would give every row of a
+    GRPO group the same completion."""
+    if seed is None:
+        return [None] * n
+    base = (int(seed) + rank * 1_000_003) % 2**31
+    return [(base + i) % 2**31 for i in range(n)]
+
+
+def _stop_ids(tokenizer: Any) -> list[int]:
+    vocab = tokenizer.get_vocab()
+    stops = {tokenizer.eos_token_id} | {vocab[t] for t in ("<|im_end|>", "<|eot_id|>", "<|end|>") if t in vocab}
+    return sorted(int(s) for s in stops if s is not None)
+
+
+def _pack(tokenizer: Any, stop_ids: list[int], prompt: list[int], ids: list[int], lps: list[float]) -> Generation:
+    stopped = bool(ids) and ids[-1] in stop_ids
+    body = ids[:-1] if stopped else ids
+    return Generation(text=tokenizer.decode(body, skip_special_tokens=False), token_ids=ids,
+                      logprobs=lps if len(lps) == len(ids) else [], prompt_token_ids=list(prompt),
+                      finish_reason="stop" if stopped else "length")
+
+
 class TrainerVLLMColocateBackend(_SyncMixin, Backend):
-    """The colocated ``vllm.LLM`` of TRL's trainer behind the Backend interface."""
+    """The colocated ``vllm.LLM`` of TRL's trainer behind the Backend interface; one
+    ``SamplingParams`` per request, each with its own seed (:func:`request_seeds`)."""
 
     token_level = True
 
-    def __init__(self, trainer: Any, *, name: str, max_model_len: int | None = None) -> None:
-        import vllm
-
-        from ..agents.backend_vllm import VLLMBackend
-
+    def __init__(self, trainer: Any, *, name: str, max_model_len: int | None = None, llm: Any = None,
+                 sampling_params: Any = None) -> None:
         self.trainer = trainer
-        inner = VLLMBackend.__new__(VLLMBackend)  # reuse its generate() on TRL's engine
-        inner.llm, inner._vllm, inner.name = trainer.vllm_generation.llm, vllm, f"vllm:{name}"
-        inner.tokenizer = trainer.processing_class
-        inner.max_positions = int(max_model_len or 4096)
-        vocab = inner.tokenizer.get_vocab()
-        stops = {inner.tokenizer.eos_token_id} | {vocab[t] for t in ("<|im_end|>", "<|eot_id|>", "<|end|>") if t in vocab}
-        inner.stop_ids = sorted(int(s) for s in stops if s is not None)
-        self._inner = inner
-        self.name, self.tokenizer, self.max_positions = inner.name, inner.tokenizer, inner.max_positions
+        self.llm = llm if llm is not None else trainer.vllm_generation.llm
+        if sampling_params is None:
+            import vllm
 
-    def generate(self, prompts: list[list[int]], **kw: Any) -> list[Generation]:
-        self._sync()
-        return self._inner.generate(prompts, **kw)
-
-    def chat(self, conversations: list[list[dict]], **kw: Any) -> list[Generation]:
-        self._sync()
-        return self._inner.chat(conversations, **kw)
-
-
-class TrainerVLLMServerBackend(_SyncMixin, Backend):
-    """``trl vllm-serve`` through TRL's ``VLLMClient`` (weights pushed by the trainer)."""
-
-    token_level = True
-
-    def __init__(self, trainer: Any, *, name: str, max_model_len: int | None = None) -> None:
-        self.trainer = trainer
-        self.client = trainer.vllm_generation.vllm_client
+            sampling_params = vllm.SamplingParams
+        self._params = sampling_params
         self.tokenizer = trainer.processing_class
-        self.name = f"vllm-server:{name}"
+        self.name = f"vllm:{name}"
         self.max_positions = int(max_model_len or 4096)
-        vocab = self.tokenizer.get_vocab()
-        stops = {self.tokenizer.eos_token_id} | {vocab[t] for t in ("<|im_end|>", "<|eot_id|>", "<|end|>") if t in vocab}
-        self.stop_ids = sorted(int(s) for s in stops if s is not None)
+        self.stop_ids = _stop_ids(self.tokenizer)
 
     def generate(self, prompts: list[list[int]], *, max_new_tokens: int = 256, temperature: float = 0.6,
                  seed: int | None = None) -> list[Generation]:
         self._sync()
-        extra: dict[str, Any] = {"stop_token_ids": self.stop_ids, "skip_special_tokens": False}
-        if seed is not None:
-            extra["seed"] = int(seed)
-        out = self.client.generate(prompts=[list(p) for p in prompts], n=1, temperature=max(temperature, 1e-5),
-                                   max_tokens=int(max_new_tokens), logprobs=0, generation_kwargs=extra)
+        rank = getattr(getattr(self.trainer, "accelerator", None), "process_index", 0)
+        params = [self._params(n=1, temperature=max(0.0, float(temperature)), top_p=1.0, max_tokens=int(max_new_tokens),
+                               seed=s, logprobs=0, stop_token_ids=self.stop_ids, skip_special_tokens=False)
+                  for s in request_seeds(seed, len(prompts), rank)]
+        outputs = self.llm.generate([{"prompt_token_ids": list(p)} for p in prompts], params, use_tqdm=False)
         gens = []
-        for prompt, ids, lps in zip(prompts, out["completion_ids"], out["logprobs"]):
-            ids = [int(t) for t in ids]
-            flat = [float(x[0]) if isinstance(x, list) and x and x[0] is not None else 0.0 for x in lps]
-            stopped = bool(ids) and ids[-1] in self.stop_ids
-            body = ids[:-1] if stopped else ids
-            gens.append(Generation(text=self.tokenizer.decode(body, skip_special_tokens=False), token_ids=ids,
-                                   logprobs=flat, prompt_token_ids=list(prompt),
-                                   finish_reason="stop" if stopped else "length"))
+        for prompt, out in zip(prompts, outputs):
+            comp = out.outputs[0]
+            ids = [int(t) for t in comp.token_ids]
+            lps = []
+            for tok, entry in zip(ids, comp.logprobs or []):
+                item = entry.get(tok) if entry else None
+                lps.append(float(item.logprob) if item is not None else 0.0)
+            gens.append(_pack(self.tokenizer, self.stop_ids, prompt, ids, lps))
         return gens
 
     def chat(self, conversations: list[list[dict]], *, tools: list[list[dict]] | None = None, **kw: Any) -> list[Generation]:
         from ..agents.chat import encode, render
 
-        prompts = [encode(self.tokenizer, render(self.tokenizer, c, tools[i] if tools else None))
-                   for i, c in enumerate(conversations)]
-        return self.generate(prompts, **kw)
+        return self.generate([encode(self.tokenizer, render(self.tokenizer, c, tools[i] if tools else None))
+                              for i, c in enumerate(conversations)], **kw)
+
+
+class TrainerVLLMServerBackend(_SyncMixin, Backend):
+    """``trl vllm-serve`` through TRL's ``VLLMClient`` (weights pushed by the trainer).
+
+    The server applies ONE set of sampling parameters to a request, so identical prompts
+    (the rows of a group at their first turn) are sent once with ``n`` = their count:
+    vLLM samples the ``n`` children independently (child seeds differ). Only the main
+    process holds the client: other ranks send their prompts to it and get their rows back.
+    """
+
+    token_level = True
+
+    def __init__(self, trainer: Any, *, name: str, max_model_len: int | None = None, client: Any = None) -> None:
+        self.trainer = trainer
+        self.client = client if client is not None else getattr(trainer.vllm_generation, "vllm_client", None)
+        self.tokenizer = trainer.processing_class
+        self.name = f"vllm-server:{name}"
+        self.max_positions = int(max_model_len or 4096)
+        self.stop_ids = _stop_ids(self.tokenizer)
+
+    def _serve(self, prompts: list[list[int]], max_new_tokens: int, temperature: float,
+               seed: int | None) -> list[tuple[list[int], list[float]]]:
+        order: dict[tuple[int, ...], list[int]] = {}
+        for i, p in enumerate(prompts):
+            order.setdefault(tuple(p), []).append(i)
+        by_n: dict[int, list[tuple[int, ...]]] = {}
+        for key, rows in order.items():
+            by_n.setdefault(len(rows), []).append(key)
+        out: list[Any] = [None] * len(prompts)
+        for call, (n, keys) in enumerate(sorted(by_n.items())):
+            extra: dict[str, Any] = {"stop_token_ids": self.stop_ids, "skip_special_tokens": False}
+            if seed is not None:
+                extra["seed"] = (int(seed) + call) % 2**31
+            res = self.client.generate(prompts=[list(k) for k in keys], n=n, temperature=max(temperature, 1e-5),
+                                       max_tokens=int(max_new_tokens), logprobs=0, generation_kwargs=extra)
+            for j, key in enumerate(keys):
+                for c, row in enumerate(order[key]):
+                    ids = [int(t) for t in res["completion_ids"][j * n + c]]
+                    lps = [float(x[0]) if isinstance(x, list) and x and x[0] is not None else 0.0
+                           for x in res["logprobs"][j * n + c]]
+                    out[row] = (ids, lps)
+        return out
+
+    def generate(self, prompts: list[list[int]], *, max_new_tokens: int = 256, temperature: float = 0.6,
+                 seed: int | None = None) -> list[Generation]:
+        self._sync()
+        acc = getattr(self.trainer, "accelerator", None)
+        prompts = [list(p) for p in prompts]
+        if acc is not None and acc.num_processes > 1:
+            from accelerate.utils import broadcast_object_list, gather_object
+
+            everyone = gather_object([prompts])
+            results = [self._serve([p for part in everyone for p in part], max_new_tokens, temperature, seed)
+                       if acc.is_main_process else None]
+            broadcast_object_list(results, from_process=0)
+            start = sum(len(part) for part in everyone[:acc.process_index])
+            rows = results[0][start:start + len(prompts)]
+        else:
+            rows = self._serve(prompts, max_new_tokens, temperature, seed)
+        return [_pack(self.tokenizer, self.stop_ids, p, ids, lps) for p, (ids, lps) in zip(prompts, rows)]
+
+    def chat(self, conversations: list[list[dict]], *, tools: list[list[dict]] | None = None, **kw: Any) -> list[Generation]:
+        from ..agents.chat import encode, render
+
+        return self.generate([encode(self.tokenizer, render(self.tokenizer, c, tools[i] if tools else None))
+                              for i, c in enumerate(conversations)], **kw)
 
 
 def policy_backend(trainer: Any, config: Any) -> Backend:
@@ -141,5 +207,5 @@ def policy_backend(trainer: Any, config: Any) -> Backend:
     if not config.use_vllm:
         return TrainerTransformersBackend(trainer, name=config.model, prefix_sliding=ps)
     if config.vllm_mode == "server":
-        return TrainerVLLMServerBackend(trainer, name=config.model, max_model_len=config.vllm_max_model_length)
-    return TrainerVLLMColocateBackend(trainer, name=config.model, max_model_len=config.vllm_max_model_length)
+        return TrainerVLLMServerBackend(trainer, name=config.model, max_model_len=config.max_context)
+    return TrainerVLLMColocateBackend(trainer, name=config.model, max_model_len=config.max_context)

@@ -29,6 +29,8 @@ class ReplayEntry:
     regrets: list[float] = field(default_factory=list)
     plays: int = 0
     added_round: int = 0
+    hint_usable: bool = True  #: False: the environment has no usable hint, its regret is 0
+    kwargs: dict = field(default_factory=dict)  #: environment parameters it is played with (a seed level)
 
 
 class ReplayBuffer:
@@ -46,14 +48,22 @@ class ReplayBuffer:
     def __contains__(self, key: str) -> bool:
         return key in self.entries
 
-    def add(self, entry: ReplayEntry) -> bool:
-        """Admit ``entry`` (False for a held-out id); evicts the lowest priority when full."""
+    def add(self, entry: ReplayEntry, protected: set[str] | None = None) -> bool:
+        """Admit ``entry`` (False for a held-out id). When full, evicts the lowest priority,
+        the OLDEST among equals, never ``entry`` itself nor a ``protected`` key (candidates
+        whose designer group still waits for plays); False when everything is protected."""
         if entry.env_id is not None and is_heldout(entry.env_id):
             return False
-        if entry.key not in self.entries and len(self.entries) >= self.capacity:
-            worst = min(self.entries.values(), key=lambda e: (self.priority(e), -e.added_round, e.key))
+        if entry.key in self.entries:
+            return True
+        if len(self.entries) >= self.capacity:
+            keep = protected or set()
+            victims = [e for e in self.entries.values() if e.key not in keep]
+            if not victims:
+                return False
+            worst = min(victims, key=lambda e: (self.priority(e), e.added_round, e.key))
             del self.entries[worst.key]
-        self.entries.setdefault(entry.key, entry)
+        self.entries[entry.key] = entry
         return True
 
     def rekey(self, old: str, env_id: str) -> None:

@@ -16,7 +16,7 @@ per-row lists:
 
 Prompts are JSON strings naming the work (:func:`agent_prompt`, :func:`designer_prompt`):
 
-- ``{"role": "agent", "env_id", "seed", "hint", "max_turns", "source_key"}``: the rows are
+- ``{"role": "agent", "env_id", "seed", "hint", "max_turns", "source_key"[, "kwargs"]}``: the rows are
   played as multi-turn episodes by the agent (one batched ``Agent.play``); each episode's
   token ids are split at the first model token: everything before is ``prompt_ids``, the
   rest (model turns AND environment observations) is the completion, with the episode's
@@ -36,9 +36,12 @@ from .rewards import agent_reward
 
 
 def agent_prompt(env_id: str, seed: int, *, hint: bool = False, max_turns: int = 10,
-                 source_key: str | None = None) -> str:
-    return json.dumps({"role": "agent", "env_id": env_id, "seed": int(seed), "hint": bool(hint),
-                       "max_turns": int(max_turns), "source_key": source_key}, sort_keys=True)
+                 source_key: str | None = None, kwargs: dict | None = None) -> str:
+    spec = {"role": "agent", "env_id": env_id, "seed": int(seed), "hint": bool(hint),
+            "max_turns": int(max_turns), "source_key": source_key}
+    if kwargs:
+        spec["kwargs"] = dict(kwargs)
+    return json.dumps(spec, sort_keys=True)
 
 
 def designer_prompt(cid: str) -> str:
@@ -75,9 +78,11 @@ class SelfPlayRollout:
     agent episodes of that call, aligned with its agent rows.
     """
 
-    def __init__(self, agent: Any, filler_id: int) -> None:
+    def __init__(self, agent: Any, filler_id: int, *, failed_reward: float = 0.0,
+                 unterminated_reward: float | None = None) -> None:
         self.agent = agent
         self.filler_id = int(filler_id)
+        self.failed_reward, self.unterminated_reward = float(failed_reward), unterminated_reward
         self.sources: dict[str, str] = {}
         self.designer: dict[str, StoredCompletion] = {}
         self.last_episodes: list[Episode] = []
@@ -86,7 +91,11 @@ class SelfPlayRollout:
         key = spec.get("source_key")
         source = self.sources.get(key) if key else None
         return PlayTask(env_id=spec["env_id"], seed=int(spec["seed"]), hint=bool(spec.get("hint")),
-                        max_turns=int(spec.get("max_turns", 10)), source=source)
+                        max_turns=int(spec.get("max_turns", 10)), source=source, kwargs=dict(spec.get("kwargs") or {}))
+
+    def reward_of(self, episode: Episode) -> float:
+        """The agent's reward for ``episode`` (:func:`~.rewards.agent_reward` with this run's rules)."""
+        return agent_reward(episode, failed=self.failed_reward, unterminated=self.unterminated_reward)
 
     def play(self, tasks: list[PlayTask]) -> list[Episode]:
         return self.agent.play(tasks) if tasks else []
@@ -103,7 +112,7 @@ class SelfPlayRollout:
             if spec["role"] == "agent":
                 ep = by_row[i]
                 p, c, lp, m = split_episode(ep, self.filler_id)
-                reward, won = agent_reward(ep), bool(ep.won)
+                reward, won = self.reward_of(ep), bool(ep.won)
             elif spec["role"] == "designer":
                 stored = self.designer[spec["cid"]]
                 p, c, lp = stored.prompt_ids, stored.completion_ids or [self.filler_id], stored.logprobs

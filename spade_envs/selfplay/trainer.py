@@ -1,47 +1,50 @@
 """``SelfPlayTrainer``: the self-play loop (orchestration only).
 
 One model, two roles, one optimizer, trained with TRL's ``GRPOTrainer`` through its
-multi-turn ``rollout_func`` (:mod:`.rollout`). Each round ``r``:
+multi-turn ``rollout_func`` (:mod:`.rollout`); every TRL internal it needs is driven
+from :mod:`.trl_bridge`. Each round ``r``:
 
-1. designer (every ``designer_every`` rounds): sample skills, modes and grounding
-   documents, build prompts with memory examples, sample ``designer_group_size``
-   candidates per prompt, run the acceptance pipeline (:mod:`.design`); accepted
-   candidates join the replay buffer and the pending registrations, every candidate
-   joins the :class:`~.rewards.DesignerLedger` (invalid ones get the penalty at once);
-2. pick environments: those whose candidates still wait for plays, then replay samples
-   (priority = recent regret) up to ``envs_per_round``; held-out ids are never picked;
-3. hinted plays (``hint_plays`` each, no training) for the regret;
-4. agent GRPO step: ``agent_group_size`` plain plays per environment = one group, played
-   by the ``rollout_func`` inside ``GRPOTrainer.training_step``; reward = episode return,
-   advantages normalized within each environment;
-5. regret per environment -> replay priorities and the ledger; designer GRPO step on the
-   groups whose rewards are all known (delayed by ``play_window`` rounds), replaying the
-   stored completions through the same ``rollout_func``;
-6. every ``register_every`` rounds, pending accepted sources become ONE new registry
-   generation (optionally pushed to the Hub); metrics; checkpoint.
-
-Driving TRL: the trainer is built once; each step calls ``training_step`` with rows
-built here (group-major, ``num_generations`` rows per group, as TRL's ``RepeatSampler``
-would give), then clips gradients and steps the optimizer; ``state.global_step`` is
-advanced so TRL re-syncs vLLM weights before the next rollout.
+1. designer (every ``designer_every`` rounds): ``designer_prompts`` prompts, a share
+   ``params_share`` of them in ``params`` mode (a variant of a registry environment,
+   :mod:`.design_params`), the rest in ``code`` mode (a program, :mod:`.design`);
+   ``designer_group_size`` candidates each, validated by acceptance; accepted ones join
+   the replay buffer (protected from eviction until their group is trained) and the
+   pending registrations; every candidate joins the :class:`~.rewards.DesignerLedger`.
+   Completions keep their sampling-time logprobs (teacher-forced under the current
+   weights when the backend reported none) for the delayed, off-policy designer step;
+2. pick at most ``envs_per_round`` environments: those whose candidates still wait for
+   plays (oldest first), then replay samples (priority = recent regret);
+3. hinted plays (``hint_plays`` each; with ``hint_once`` only the first time an
+   environment is played; none for an environment without a usable hint);
+4. agent GRPO step: ``agent_group_size`` plain plays per environment = one group;
+5. regret per environment (0 without a usable hint) -> replay priorities, the ledger
+   and the registry's stored scores (from all actual plays so far); designer GRPO step
+   on the groups whose rewards are all known, rewards centred/scaled by
+   :func:`~.rewards.finalize_rewards`;
+6. every ``register_every`` rounds pending programs/variants become ONE new registry
+   generation (main process only); metrics; checkpoint.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import time
 from statistics import fmean
 from typing import Any, Callable
 
+from . import dist
 from .config import SelfPlayConfig
 from .design import Proposal, ScriptedSeedVariants, SelfPlayDesigner
+from .registration import Registrar
 from .replay_buffer import ReplayBuffer, ReplayEntry
-from .rewards import Candidate, DesignerLedger
-from .rollout import SelfPlayRollout, StoredCompletion, agent_prompt, designer_prompt, reward_from_rollout
+from .rewards import Candidate, DesignerLedger, finalize_rewards, is_step_timeout, spade_designer_scale
+from .rollout import SelfPlayRollout, StoredCompletion, agent_prompt, designer_prompt
 from .splits import is_heldout
 
-ProgressFn = Callable[[int, dict], None]
+PhaseFn = Callable[[str], None]
+MAX_KEPT_PLAYS = 256  #: plain/hinted returns kept per environment for its stored scores
 
 
 def _mean(xs: list[float]) -> float | None:
@@ -52,93 +55,164 @@ class SelfPlayTrainer:
     """See the module docstring. Inject ``registry``, ``designer_backend``, ``runtime`` in tests."""
 
     def __init__(self, config: SelfPlayConfig, *, registry: Any = None, designer_backend: Any = None,
-                 runtime: Any = None, progress: ProgressFn | None = None) -> None:
+                 runtime: Any = None, on_phase: PhaseFn | None = None) -> None:
         from . import grpo
 
         self.config = config
-        self.progress = progress or (lambda r, row: None)
+        self.on_phase = on_phase or (lambda text: None)
         self.rng = random.Random(config.seed)
         grpo.seed_everything(config.seed)
         self.grpo = grpo.build_trainer(config)
+        self.acc = self.grpo.accelerator
         self.tokenizer = self.grpo.processing_class
-        self.model = self.grpo.model
         self.backend = grpo.policy(self.grpo, config)
         from ..agents.rollout import LLMAgent
 
         self.agent = LLMAgent(self.backend, name=f"policy:{config.model}", max_new_tokens=config.agent_max_new_tokens,
                               temperature=config.temperature, sandbox=config.sandbox_seeds)
+        self.agent.max_positions = int(config.max_context)
         filler = self.tokenizer.eos_token_id if self.tokenizer.eos_token_id is not None else 0
-        self.rollout = SelfPlayRollout(self.agent, filler)
+        self.rollout = SelfPlayRollout(self.agent, filler, failed_reward=config.failed_play_reward,
+                                       unterminated_reward=config.unterminated_reward)
         self.grpo.rollout_func = self.rollout
         if registry is None:
             from ..registry.store import Registry
 
             registry = Registry.open(config.registry_path)
         self.registry = registry
+        self.scripted = designer_backend is None and config.designer == "scripted:seed-variants"
         if designer_backend is None:
-            designer_backend = (ScriptedSeedVariants(self.tokenizer) if config.designer == "scripted:seed-variants"
-                                else self.backend)
-        self.designer = SelfPlayDesigner(config, designer_backend, registry, runtime)
+            designer_backend = ScriptedSeedVariants(self.tokenizer) if self.scripted else self.backend
+        self.designer = SelfPlayDesigner(config, dist.ShardedBackend(designer_backend, self.acc), registry, runtime)
         self.buffer = ReplayBuffer(config.replay_capacity, config.replay_recent, config.replay_temperature,
                                    config.replay_min_priority)
-        self.ledger = DesignerLedger(config.reward_mode, config.invalid_penalty, config.play_window)
+        self.ledger = DesignerLedger(config.reward_mode, config.invalid_penalty, config.play_window,
+                                     config.step_timeout_penalty)
+        self.registrar = Registrar(self)
         self.hint_sources: dict[str, str] = {}
-        self.pending: list[dict] = []  # accepted, not yet registered
+        self.hint_cache: dict[str, list[float]] = {}  # hint_once: the hinted returns, made once
+        self.plays: dict[str, dict[str, list[float]]] = {}  # actual returns per environment key
         self.estimates: dict[str, dict] = {}
+        self._records: dict[str, tuple[str, dict]] = {}
         self.round = 0  # next round to run
-        self.generations: list[int] = []
         if config.include_seeds:
             self._add_seeds()
 
-    # -- set-up --------------------------------------------------------------------------
+    @property
+    def model(self) -> Any:
+        return self.acc.unwrap_model(self.grpo.model)
+
+    @property
+    def generations(self) -> list[int]:
+        return self.registrar.generations
+
     def _add_seeds(self) -> None:
         from ..registry.catalog import seed_records
+        from .levels import levels_of
 
+        mode = self.config.seed_levels
         for rec in seed_records():
             eid = str(rec.env_id)
-            if not is_heldout(eid):
-                self.buffer.add(ReplayEntry(key=eid, env_id=eid, skill=rec.skill))
+            if is_heldout(eid) or (not self.config.seed_games and "multi-agent" in (rec.skill or "")):
+                continue
+            levels = levels_of(rec.source)
+            chosen = {"default": [{}], "easiest": levels[:1], "ladder": levels}[mode]
+            for kw in chosen:
+                key = eid if not kw else f"{eid}@" + ",".join(f"{k}={v}" for k, v in sorted(kw.items()))
+                self.buffer.add(ReplayEntry(key=key, env_id=eid, skill=rec.skill, kwargs=dict(kw)))
 
     # -- one GRPO step --------------------------------------------------------------------
-    def _grpo_step(self, rows: list[dict], group_size: int) -> dict[str, float]:
-        tr = self.grpo
-        tr.num_generations = group_size
-        loss = tr.training_step(tr.model, rows, None)
-        if self.config.max_grad_norm:
-            tr.accelerator.clip_grad_norm_(tr.model.parameters(), self.config.max_grad_norm)
-        tr.optimizer.step()
-        tr.optimizer.zero_grad(set_to_none=True)
-        tr.state.global_step += 1
-        logged = {k: fmean(v) for k, v in tr._metrics["train"].items() if v and isinstance(v[0], (int, float))}
-        tr._metrics["train"].clear()
-        advantages = tr._buffered_inputs[0]["advantages"].tolist() if tr._buffered_inputs else []
-        return {"loss": float(loss), "advantages": advantages, **logged}
+    def _grpo_step(self, rows: list[dict], group_size: int, *, behaviour: bool = False) -> dict[str, Any]:
+        from .trl_bridge import grpo_step
 
-    # -- the round -----------------------------------------------------------------------
+        return grpo_step(self.grpo, rows, group_size, micro_batch=self.config.micro_batch_size,
+                         max_grad_norm=self.config.max_grad_norm, behaviour=behaviour)
+
+    # -- designer -------------------------------------------------------------------------
+    def _behaviour_logprobs(self, p: Proposal) -> list[float]:
+        """Sampling-time logprobs of a completion: the backend's when it is the policy and
+        reported them, else teacher-forced under the current (= sampling-time) weights."""
+        from .trl_bridge import teacher_forced_logps
+
+        n = self.config.designer_max_new_tokens
+        ids = p.completion_ids[:n]
+        lps = p.logprobs[:n]
+        # constrained decoding (params mode) samples from a masked distribution: score the
+        # completion under the unconstrained policy, as the loss does
+        if self.scripted or p.mode == "params" or len(lps) != len(ids) or (ids and not any(lps)):
+            lps = teacher_forced_logps(self.grpo, p.prompt_ids, ids)
+        return lps
+
     def _design(self, r: int) -> list[Proposal]:
         cfg = self.config
         if not cfg.designer_prompts or r % cfg.designer_every:
             return []
-        props = self.designer.propose(r, self.rng, [(x["key"], x["source"]) for x in self.pending])
+        n_params = round(cfg.designer_prompts * cfg.params_share)
+        self.on_phase(f"round {r}: designer proposes {cfg.designer_prompts * cfg.designer_group_size} candidates "
+                      f"({n_params} prompts params mode, {cfg.designer_prompts - n_params} code mode)")
+        props: list[Proposal] = []
+        if n_params:
+            from .design_params import propose_params
+
+            props += propose_params(self, r, n_params)
+        if cfg.designer_prompts - n_params:
+            props += self.designer.propose(r, self.rng, [(x["key"], x["source"]) for x in self.registrar.pending
+                                                          if x.get("source")],
+                                           n_prompts=cfg.designer_prompts - n_params)
         hint_backend = self.backend if cfg.model_hints else None
+        protected = set(self.ledger.pending_keys())
         for p in props:
             key = None
-            if p.valid:
+            if p.valid and p.env_id is not None:  # a variant, registered when accepted (design_params)
+                key = p.env_id
+                entry = ReplayEntry(key=key, env_id=key, skill=p.skill, added_round=r)
+                if not self.buffer.add(entry, protected=protected):
+                    key = None  # held out (or the buffer is full of waiting candidates): settled without plays
+                else:
+                    protected.add(key)
+            elif p.valid:
                 key = "src:" + hashlib.sha256(p.source.encode()).hexdigest()[:16]
-                if key not in self.buffer and not any(x["key"] == key for x in self.pending):
+                if key not in self.buffer and not self.registrar.is_pending(key):
                     hinted, origin = self.designer.hinted_source(p.source, hint_backend)
-                    self.hint_sources[key] = hinted
-                    self.buffer.add(ReplayEntry(key=key, source=p.source, skill=p.skill, added_round=r))
-                    self.pending.append({"key": key, "source": hinted, "skill": p.skill, "mode": p.mode,
-                                         "cid": p.cid, "doc_ref": p.doc_ref, "parent_ids": p.parent_ids,
-                                         "verdicts": p.verdicts, "hint_origin": origin, "round": r})
-            self.ledger.add(Candidate(p.cid, p.group, r, p.valid, key))
-            n = cfg.designer_max_new_tokens  # a scripted backend may exceed the budget: train on its first n
-            self.rollout.designer[p.cid] = StoredCompletion(p.prompt_ids, p.completion_ids[:n], p.logprobs[:n])
+                    entry = ReplayEntry(key=key, source=p.source, skill=p.skill, added_round=r,
+                                        hint_usable=origin != "none")
+                    if self.buffer.add(entry, protected=protected):
+                        protected.add(key)
+                        self.hint_sources[key] = hinted
+                        self.registrar.add_pending(p, key, hinted, origin, r)
+                    else:
+                        key = None
+                elif key not in self.buffer:
+                    key = None
+            cand = Candidate(p.cid, p.group, r, p.valid, key, skill=p.skill,
+                             hint_usable=bool(key and self.buffer.entries[key].hint_usable))
+            self.ledger.add(cand)
+            if key is None and p.valid:
+                self.ledger.finalize_candidate(cand)
+            self.rollout.designer[p.cid] = StoredCompletion(p.prompt_ids, p.completion_ids[:cfg.designer_max_new_tokens],
+                                                            self._behaviour_logprobs(p))
         return props
+
+    # -- playing ---------------------------------------------------------------------------
+    def _store_record(self, env_id: str) -> tuple[str, dict] | None:
+        """``(source, kwargs)`` of a registry entry of THIS run's store (a variant's are its
+        root program and fixed point), so plays never depend on the process's default
+        registry; None for seeds (the agent loop resolves them itself)."""
+        if env_id in self.registrar._seed_ids:
+            return None
+        if env_id not in self._records:
+            rec = self.registry.get(env_id)
+            self._records[env_id] = (rec.source, dict(getattr(rec, "params", None) or {}))
+        return self._records[env_id]
 
     def _task_prompt(self, entry: ReplayEntry, seed: int, hint: bool) -> str:
         key = entry.key
+        stored = self._store_record(entry.env_id) if entry.env_id and entry.source is None else None
+        if stored is not None:
+            src_key = f"rec:{entry.env_id}"
+            self.rollout.sources[src_key] = stored[0]
+            return agent_prompt(entry.env_id, seed, hint=hint, max_turns=self.config.max_turns, source_key=src_key,
+                                kwargs={**stored[1], **entry.kwargs})
         if entry.source is not None:
             src_key = f"{key}:hint" if hint and key in self.hint_sources else key
             self.rollout.sources[key] = entry.source
@@ -146,77 +220,118 @@ class SelfPlayTrainer:
                 self.rollout.sources[f"{key}:hint"] = self.hint_sources[key]
             return agent_prompt(entry.env_id or key, seed, hint=hint, max_turns=self.config.max_turns,
                                 source_key=src_key)
-        return agent_prompt(entry.env_id or key, seed, hint=hint, max_turns=self.config.max_turns)
+        return agent_prompt(entry.env_id or key, seed, hint=hint, max_turns=self.config.max_turns,
+                            kwargs=entry.kwargs)
+
+    def _pick(self) -> list[ReplayEntry]:
+        cap = self.config.envs_per_round
+        waiting = [k for k in self.ledger.pending_keys() if k in self.buffer][:cap]
+        plays = [self.buffer.entries[k] for k in waiting]
+        return plays + self.buffer.sample(max(0, cap - len(plays)), self.rng, exclude=set(waiting))
+
+    def _hinted(self, plays: list[ReplayEntry], seeds: list[int]) -> dict[str, list[Any]]:
+        cfg = self.config
+        todo = [(e, s) for e, s in zip(plays, seeds)
+                if e.hint_usable and not (cfg.hint_once and e.key in self.hint_cache)]
+        tasks = [self.rollout.task_of(json.loads(self._task_prompt(e, s + 7919 * j, True)))
+                 for e, s in todo for j in range(cfg.hint_plays)]  # distinct seeds per hinted play
+        self.agent.seed = self.rng.randrange(2**31) + 7919 * self.acc.process_index
+        eps = dist.map_sharded(self.acc, tasks, self.rollout.play)
+        out: dict[str, list[Any]] = {}
+        for i, (e, _) in enumerate(todo):
+            out[e.key] = eps[i * cfg.hint_plays:(i + 1) * cfg.hint_plays]
+        return out
 
     def run_round(self) -> dict[str, Any]:
-        """Run round ``self.round``; returns (and logs) its metrics row."""
-        cfg, rng, r = self.config, self.rng, self.round
+        """Run round ``self.round``; returns its metrics row."""
+        from ..designer.regret import RegretEstimate
+
+        cfg, r = self.config, self.round
         t0 = time.perf_counter()
         props = self._design(r)
         t_design = time.perf_counter() - t0
-        waiting = [k for k in self.ledger.pending_keys() if k in self.buffer]
-        plays = [self.buffer.entries[k] for k in waiting]
-        plays += self.buffer.sample(max(0, cfg.envs_per_round - len(plays)), rng, exclude=set(waiting))
-        seeds = [rng.randrange(1_000_000) for _ in plays]
+        plays = self._pick()
+        seeds = [self.rng.randrange(1_000_000) for _ in plays]
         row: dict[str, Any] = {"round": r, "envs_played": len(plays), "designer_s": round(t_design, 3)}
-        tokens, t1 = 0, time.perf_counter()
+        tokens, t1, gen_s = 0, time.perf_counter(), 0.0
         if plays:
-            self.agent.seed = rng.randrange(2**31)
-            hinted = [self.rollout.task_of(_spec(self._task_prompt(e, s, True)))
-                      for e, s in zip(plays, seeds) for _ in range(cfg.hint_plays)]
-            hint_eps = self.rollout.play(hinted)
-            self.agent.seed = rng.randrange(2**31)
+            self.on_phase(f"round {r}: agent plays {len(plays)} environments "
+                          f"({cfg.agent_group_size} plain plays each, hinted where due)")
+            hinted = self._hinted(plays, seeds)
+            gen_s += self.agent.last_timings.get("generation_s", 0.0) if hinted else 0.0
+            self.agent.seed = self.rng.randrange(2**31) + 7919 * self.acc.process_index
             rows = [{"prompt": self._task_prompt(e, s, False)} for e, s in zip(plays, seeds)
                     for _ in range(cfg.agent_group_size)]
             step = self._grpo_step(rows, cfg.agent_group_size)
-            plain_eps = self.rollout.last_episodes
-            tokens = sum(sum(ep.mask) for ep in hint_eps + plain_eps)
+            gen_s += self.agent.last_timings.get("generation_s", 0.0)
+            plain_eps = dist.gather_rows(self.acc, self.rollout.last_episodes)[:len(rows)]
+            tokens = sum(sum(ep.mask) for eps in [plain_eps, *hinted.values()] for ep in eps)
+            returns = [self.rollout.reward_of(ep) for ep in plain_eps]
             row.update(agent_loss=step["loss"], agent_advantages=step["advantages"],
-                       agent_reward=step.get("reward"), agent_clip_ratio=step.get("clip_ratio/region_mean"))
+                       agent_reward=_mean(returns), agent_micro_batches=step["micro_batches"],
+                       agent_grad_norm=step.get("grad_norm"), agent_clip_ratio=step.get("clip_ratio/region_mean"))
             regrets, wins_plain, wins_hint = [], [], []
             for i, e in enumerate(plays):
-                plain = [ep.episode_return for ep in plain_eps[i * cfg.agent_group_size:(i + 1) * cfg.agent_group_size]]
-                hint = [ep.episode_return for ep in hint_eps[i * cfg.hint_plays:(i + 1) * cfg.hint_plays]]
-                from ..designer.regret import RegretEstimate
-
-                est = RegretEstimate.from_rewards(hint, plain)
-                self.estimates[e.key] = est.as_dict()
-                self.buffer.record(e.key, est.regret)
-                self.ledger.record_plays(e.key, plain, hint)
-                regrets.append(est.regret)
+                eps = plain_eps[i * cfg.agent_group_size:(i + 1) * cfg.agent_group_size]
+                plain = [self.rollout.reward_of(ep) for ep in eps]
+                fresh = [self.rollout.reward_of(ep) for ep in hinted.get(e.key, [])]
+                if fresh:
+                    self.hint_cache[e.key] = fresh
+                hint = fresh or (self.hint_cache.get(e.key, []) if cfg.hint_once else [])
+                timeout = any(is_step_timeout(ep) for ep in list(eps) + list(hinted.get(e.key, [])))
+                kept = self.plays.setdefault(e.key, {"plain": [], "hint": []})
+                kept["plain"] = (kept["plain"] + plain)[-MAX_KEPT_PLAYS:]
+                kept["hint"] = (kept["hint"] + fresh)[-MAX_KEPT_PLAYS:]
+                est = RegretEstimate.from_rewards(hint or plain, plain)
+                regret = est.regret if (e.hint_usable and hint) else 0.0
+                self.estimates[e.key] = {**est.as_dict(), "regret": regret}
+                self.buffer.record(e.key, regret)
+                self.ledger.record_plays(e.key, plain, fresh, step_timeout=timeout)
+                regrets.append(regret)
                 wins_plain.append(est.win_rate_plain)
-                wins_hint.append(est.win_rate_hint)
-                if e.env_id and not e.env_id.startswith("src:") and e.source is not None:
-                    self._store_scores(e.env_id, est)
+                if hint:
+                    wins_hint.append(est.win_rate_hint)
             row.update(mean_regret=_mean(regrets), win_rate_plain=_mean(wins_plain), win_rate_hint=_mean(wins_hint))
+            row["scores_stored"] = self.registrar.store_scores(plays)
         t_play = time.perf_counter() - t1
-        row.update(play_s=round(t_play, 3), rollout_tokens=tokens,
-                   rollout_tokens_per_s=round(tokens / t_play, 2) if t_play > 0 else None)
+        row.update(play_s=round(t_play, 3), rollout_tokens=tokens, generation_s=round(gen_s, 3),
+                   rollout_tokens_per_s=round(tokens / t_play, 2) if t_play > 0 else None,
+                   generation_tokens_per_s=round(tokens / gen_s, 2) if gen_s > 0 else None)
         row.update(self._designer_step())
         row.update(self._proposal_metrics(props))
         if (r + 1) % cfg.register_every == 0:
-            row.update(self._register(r))
+            row.update(self.registrar.register(r))
         row.update(replay_size=len(self.buffer), replay_mean_priority=round(self.buffer.mean_priority(), 4),
                    global_step=self.grpo.state.global_step, round_s=round(time.perf_counter() - t0, 3))
         self.round = r + 1
         return row
 
     def _designer_step(self) -> dict[str, Any]:
+        cfg = self.config
         groups = self.ledger.ready_groups()
         if not groups:
             return {"designer_groups_trained": 0}
-        rows, rewards = [], []
-        for g in groups:
-            for c in g:
-                self.rollout.designer[c.cid].reward = c.reward
-                rows.append({"prompt": designer_prompt(c.cid)})
-                rewards.append(c.reward)
-        step = self._grpo_step(rows, self.config.designer_group_size)
+        scale = cfg.designer_reward_scale
+        if scale is None:
+            scale = spade_designer_scale(cfg.envs_per_round * cfg.agent_group_size,
+                                         cfg.designer_prompts * cfg.designer_group_size, cfg.designer_every)
+        rewards = finalize_rewards(groups, center=cfg.designer_center, scale=scale)
+        rows = []
+        for c, rew in zip([c for g in groups for c in g], rewards):
+            self.rollout.designer[c.cid].reward = rew
+            rows.append({"prompt": designer_prompt(c.cid)})
+        self.on_phase(f"designer GRPO step on {len(groups)} group(s)")
+        step = self._grpo_step(rows, cfg.designer_group_size, behaviour=True)
         for g in groups:
             for c in g:
                 self.rollout.designer.pop(c.cid, None)
+        cands = [c for g in groups for c in g]
+        valid = [c for c in cands if c.valid]
+        regrets = [c.regret for c in valid if c.regret is not None]
         return {"designer_groups_trained": len(groups), "designer_loss": step["loss"],
-                "designer_reward": _mean([float(x) for x in rewards]), "designer_advantages": step["advantages"]}
+                "designer_reward": _mean([float(x) for x in rewards]), "designer_advantages": step["advantages"],
+                "designer_raw_rewards": [c.reward for c in cands], "designer_trained_accepted": len(valid),
+                "designer_trained_regret": _mean(regrets), "designer_clip_ratio": step.get("clip_ratio/region_mean")}
 
     def _proposal_metrics(self, props: list[Proposal]) -> dict[str, Any]:
         if not props:
@@ -231,86 +346,33 @@ class SelfPlayTrainer:
                 rejected[p.rejected_at] = rejected.get(p.rejected_at, 0) + 1
         novelty = [p.novelty for p in props if p.novelty is not None]
         return {"proposed": len(props), "valid": sum(p.valid for p in props),
+                "proposed_params": sum(p.mode == "params" for p in props),
+                "valid_params": sum(p.valid and p.mode == "params" for p in props),
                 "valid_rate": sum(p.valid for p in props) / len(props),
                 "acceptance_by_stage": {k: v / len(props) for k, v in passed.items()},
                 "rejected_at": rejected, "novelty": _mean(novelty)}
 
-    # -- registry --------------------------------------------------------------------------
-    def _store_scores(self, env_id: str, est: Any) -> None:
-        try:
-            from ..designer.scoring import store_scores
-
-            store_scores(self.registry, env_id, est, self.config.reward_mode, agent_name=self.agent.name)
-        except Exception:  # scores are informative; never fail a round on them
-            pass
-
-    def _register(self, r: int) -> dict[str, Any]:
-        if not self.pending:
-            return {"registered": 0}
-        gen = self.registry.next_generation()
-        designer_model = getattr(self.designer.backend, "name", self.config.model)
-        results = self.registry.add_many([{
-            "source": p["source"], "filename": f"{p['cid']}.py", "generation": gen, "skill": p["skill"],
-            "designer_model": designer_model, "grounding_ref": p["doc_ref"], "parent_ids": p["parent_ids"],
-            "acceptance": p["verdicts"],
-            "metadata": {"mode": p["mode"], "selfplay_round": p["round"], "hint_origin": p["hint_origin"],
-                         "candidate": p["cid"]},
-        } for p in self.pending])
-        new = 0
-        for p, res in zip(self.pending, results):
-            eid = str(res.env_id)
-            new += int(res.new)
-            if p["key"] in self.estimates:
-                from ..designer.regret import RegretEstimate
-
-                d = self.estimates[p["key"]]
-                est = RegretEstimate.from_rewards([d["mean_reward_hint"]], [d["mean_reward_plain"]])
-                self._store_scores(eid, est)
-            if is_heldout(eid):
-                self.ledger.finalize(p["key"])
-            else:
-                self.ledger.rekey(p["key"], eid)
-            self.buffer.rekey(p["key"], eid)
-            if p["key"] in self.hint_sources:
-                self.hint_sources[eid] = self.hint_sources.pop(p["key"])
-        self.pending = []
-        out: dict[str, Any] = {"registered": len(results), "registered_new": new, "generation": gen}
-        if new:
-            self.generations.append(gen)
-        if self.config.push_to_hub and new:
-            from ..registry.hub_sync import push
-
-            res = push(self.registry.list(seeds=True), self.config.push_to_hub, generation=gen)
-            out["hub_commit"] = res.get("commit")
-        return out
-
     # -- checkpoints -------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         return {
-            "next_round": self.round, "global_step": self.grpo.state.global_step, "trl_step": self.grpo._step,
+            "next_round": self.round, "global_step": self.grpo.state.global_step,
             "buffer": self.buffer.to_json(), "ledger": self.ledger.to_json(),
             "designer_completions": {k: vars(v) for k, v in self.rollout.designer.items()},
-            "sources": self.rollout.sources, "hint_sources": self.hint_sources, "pending": self.pending,
-            "estimates": self.estimates, "generations": self.generations,
+            "sources": self.rollout.sources, "hint_sources": self.hint_sources, "hint_cache": self.hint_cache,
+            "plays": self.plays, "estimates": self.estimates, **self.registrar.state_dict(),
             "registry_next_generation": self.registry.next_generation(), "config": self.config.to_dict(),
-            "scripted_calls": getattr(self.designer.backend, "calls", None),
+            "scripted_calls": getattr(self.designer.backend.inner, "calls", None),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.round = int(state["next_round"])
         self.grpo.state.global_step = int(state["global_step"])
-        self.grpo._step = int(state["trl_step"])
         self.buffer = ReplayBuffer.from_json(state["buffer"])
         self.ledger = DesignerLedger.from_json(state["ledger"])
         self.rollout.designer = {k: StoredCompletion(**v) for k, v in state["designer_completions"].items()}
         self.rollout.sources = dict(state["sources"])
-        self.hint_sources, self.pending = dict(state["hint_sources"]), list(state["pending"])
-        self.estimates, self.generations = dict(state["estimates"]), list(state["generations"])
-        if state.get("scripted_calls") is not None and hasattr(self.designer.backend, "calls"):
-            self.designer.backend.calls = int(state["scripted_calls"])
-
-
-def _spec(prompt: str) -> dict:
-    import json
-
-    return json.loads(prompt)
+        self.hint_sources, self.hint_cache = dict(state["hint_sources"]), dict(state.get("hint_cache", {}))
+        self.plays, self.estimates = dict(state.get("plays", {})), dict(state["estimates"])
+        self.registrar.load_state_dict(state)
+        if state.get("scripted_calls") is not None and hasattr(self.designer.backend.inner, "calls"):
+            self.designer.backend.inner.calls = int(state["scripted_calls"])

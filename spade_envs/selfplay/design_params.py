@@ -1,0 +1,68 @@
+"""The ``params`` design mode inside self-play: the policy proposes variants of registry
+environments (parent id + kwargs valid under its ``PARAMETERS``).
+
+Coupling to :mod:`spade_envs.designer.params_mode` through its public functions only:
+``propose_variants`` builds the prompts (parents' schemas + the memory of past variants
+with their win rates and regret), decodes under a JSON schema where the backend can,
+and checks each answer (parse, params, novelty, then acceptance at the point). Only
+parents of the TRAIN split are offered, so a held-out family never reaches training.
+Accepted variants are registered at once (:meth:`~.registration.Registrar.register_variant`)
+in the round's generation, so the agent plays them by id; their completions keep prompt
+and completion ids and sampling logprobs for the delayed designer step, like ``code``
+candidates.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .design import Proposal
+from .splits import is_heldout
+
+PARAMS_MAX_NEW_TOKENS = 160  #: a variant answer is short JSON, whatever the code-mode budget
+
+
+def train_parents(registry: Any) -> list[str]:
+    """Ids of the parametric parents (seeds and store programs) in the train split."""
+    from ..designer.params_mode import parametric_parents
+
+    return [str(r.env_id) for r in parametric_parents(registry) if not is_heldout(str(r.env_id))]
+
+
+def propose_params(trainer: Any, round_no: int, n_prompts: int) -> list[Proposal]:
+    """``n_prompts`` x ``designer_group_size`` variant proposals of round ``round_no``."""
+    from ..designer.acceptance import AcceptanceConfig
+    from ..designer.params_mode import VariantMemory, propose_variants
+    from ..registry.catalog import seed_records
+
+    cfg = trainer.config
+    parents = train_parents(trainer.registry)
+    if not parents:
+        return []
+    if getattr(trainer, "_variant_memory", None) is None:
+        trainer._variant_memory = VariantMemory(trainer.registry)
+    memory = trainer._variant_memory
+    memory.refresh()
+    raw = propose_variants(trainer.designer.backend, trainer.registry, n_prompts, memory, trainer.rng,
+                           group_size=cfg.designer_group_size, parents=parents,
+                           max_new_tokens=PARAMS_MAX_NEW_TOKENS, temperature=cfg.temperature,
+                           acceptance=AcceptanceConfig(seeds=tuple(cfg.acceptance_seeds)),
+                           runtime=trainer.designer.runtime, round_no=round_no)
+    skills = {str(r.env_id): r.skill for r in seed_records()}
+    out: list[Proposal] = []
+    for v in raw:
+        skill = skills.get(v.parent or "") or "unknown"
+        if v.parent and v.parent not in skills:
+            try:
+                skill = trainer.registry.get(v.parent).skill or skill
+            except Exception:
+                pass
+        prop = Proposal(v.cid, v.group, skill, "params", v.parent or "", list(v.prompt_ids), list(v.completion_ids),
+                        list(v.logprobs), v.text, verdicts=list(v.verdicts), rejected_at=v.rejected_at,
+                        parent=v.parent, params=v.point)
+        if v.valid:
+            eid, _new = trainer.registrar.register_variant(v.parent, v.point, round_no=round_no, skill=skill,
+                                                           cid=v.cid, acceptance=list(v.verdicts))
+            prop.env_id, prop.source = eid, f"variant:{eid}"
+        out.append(prop)
+    return out

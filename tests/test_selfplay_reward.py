@@ -1,0 +1,138 @@
+"""The designer's reward and the replay rules (fast, no model): no usable hint -> regret 0,
+step timeouts, hinted plays made once, per-skill centring and SPADE's scale, eviction
+that keeps the just-proposed candidate, ``envs_per_round`` as a cap, stored scores from
+the actual plays, and the learning bench's held-out tasks."""
+
+from __future__ import annotations
+
+import random
+from types import SimpleNamespace
+
+import pytest
+
+from spade_envs.selfplay.config import preset
+from spade_envs.selfplay.replay_buffer import ReplayBuffer, ReplayEntry
+from spade_envs.selfplay.rewards import (Candidate, DesignerLedger, agent_reward, finalize_rewards,
+                                         spade_designer_scale)
+
+
+def test_environment_without_usable_hint_has_regret_zero():
+    led = DesignerLedger("regret", play_window=1)
+    led.add(Candidate("a", "g", 0, True, "k1", skill="s", hint_usable=False))
+    led.add(Candidate("b", "g", 0, True, "k2", skill="s", hint_usable=True))
+    led.record_plays("k1", [0.0, 0.0], [1.0, 1.0])  # the "hinted" plays won by noise
+    led.record_plays("k2", [0.0, 0.0], [1.0, 1.0])
+    a, b = led.candidates["a"], led.candidates["b"]
+    assert a.regret == 0.0 and a.reward == 0.0
+    assert b.regret == pytest.approx(1.0) and b.reward == pytest.approx(1.0)
+
+
+def test_blend_without_hint_keeps_only_the_plateau_term():
+    led = DesignerLedger("blend", play_window=1)
+    led.add(Candidate("a", "g", 0, True, "k", hint_usable=False))
+    led.record_plays("k", [1.0, 0.0], [1.0, 1.0])
+    assert led.candidates["a"].reward == pytest.approx(0.6)  # 0.4 * 0 + 0.6 * plateau(0.5)
+
+
+def test_step_timeout_and_hint_once_window():
+    led = DesignerLedger("regret", play_window=2, step_timeout_penalty=-0.5)
+    led.add(Candidate("t", "g", 0, True, "slow"))
+    led.record_plays("slow", [0.0], [], step_timeout=True)
+    assert led.candidates["t"].reward == -0.5
+    led.add(Candidate("w", "h", 0, True, "k"))
+    led.record_plays("k", [0.0, 0.0], [1.0, 1.0])  # round 1: hinted plays made once
+    assert led.candidates["w"].reward is None
+    led.record_plays("k", [1.0, 1.0], [])  # round 2: plain plays accumulate, hint reused
+    w = led.candidates["w"]
+    assert w.hint == [1.0, 1.0] and w.plain == [0.0, 0.0, 1.0, 1.0] and w.regret == pytest.approx(0.5)
+
+
+def test_finalize_rewards_centres_per_skill_without_std_and_scales():
+    g1 = [Candidate("a", "g1", 0, True, skill="x", reward=0.9), Candidate("b", "g1", 0, True, skill="x", reward=0.1)]
+    g2 = [Candidate("c", "g2", 0, True, skill="y", reward=0.2), Candidate("d", "g2", 0, False, skill="y", reward=0.0)]
+    assert finalize_rewards([g1, g2], center="skill", scale=2.0) == pytest.approx([0.8, -0.8, 0.2, -0.2])
+    assert finalize_rewards([g1], center="none", scale=1.0) == pytest.approx([0.9, 0.1])
+    assert spade_designer_scale(256, 16, 32) == 50.0 and spade_designer_scale(16, 16, 2) == 2.0
+
+
+def test_agent_reward_rules():
+    ep = SimpleNamespace(error=None, actions=["x"], terminated=False, episode_return=0.7)
+    assert agent_reward(ep) == 0.7 and agent_reward(ep, unterminated=0.0) == 0.0
+    failed = SimpleNamespace(error="worker died", actions=[], terminated=False, episode_return=0.0)
+    assert agent_reward(failed, failed=-1.0) == -1.0
+
+
+def test_eviction_keeps_the_new_candidate_and_protected_ones():
+    buf = ReplayBuffer(capacity=2)
+    buf.add(ReplayEntry("old", source="a", added_round=0))
+    buf.add(ReplayEntry("waiting", source="b", added_round=1))
+    assert buf.add(ReplayEntry("new", source="c", added_round=2), protected={"waiting"})
+    assert set(buf.entries) == {"waiting", "new"}  # the oldest unprotected one went
+    assert not buf.add(ReplayEntry("newer", source="d", added_round=3), protected={"waiting", "new"})
+    assert set(buf.entries) == {"waiting", "new"}
+
+
+def test_envs_per_round_caps_waiting_candidates_too():
+    from spade_envs.selfplay.trainer import SelfPlayTrainer
+
+    buf = ReplayBuffer(capacity=16)
+    led = DesignerLedger()
+    for i in range(5):
+        buf.add(ReplayEntry(f"k{i}", source="s", added_round=i))
+        led.add(Candidate(f"c{i}", f"g{i}", i, True, f"k{i}"))
+    fake = SimpleNamespace(config=SimpleNamespace(envs_per_round=3), ledger=led, buffer=buf, rng=random.Random(0))
+    picked = SelfPlayTrainer._pick(fake)
+    assert [e.key for e in picked] == ["k0", "k1", "k2"]
+
+
+def test_stored_scores_come_from_the_actual_plays():
+    from spade_envs.selfplay.registration import Registrar
+
+    stored = {}
+    reg = SimpleNamespace(update_scores=lambda eid, **kw: stored.setdefault(eid, kw))
+    tr = SimpleNamespace(plays={"spade/Env-20001-v0": {"plain": [1.0, 0.0, 0.0, 0.0], "hint": [1.0, 1.0, 0.0]}},
+                         hint_cache={}, buffer=ReplayBuffer(), registry=reg, acc=None,
+                         config=SimpleNamespace(reward_mode="regret"), agent=SimpleNamespace(name="policy"))
+    r = Registrar(tr)
+    n = r.store_scores([ReplayEntry("spade/Env-20001-v0", env_id="spade/Env-20001-v0")])
+    got = stored["spade/Env-20001-v0"]
+    assert n == 1 and got["win_rate_plain"] == 0.25 and got["win_rate_hint"] == pytest.approx(2 / 3)
+    assert got["regret"] == pytest.approx(2 / 3 - 0.25)
+
+
+def test_spade_preset_follows_the_released_recipe():
+    c = preset("spade")
+    assert (c.beta, c.invalid_penalty, c.step_timeout_penalty, c.failed_play_reward, c.unterminated_reward) == \
+        (0.005, 0.0, -0.5, -1.0, 0.0)
+    assert c.hint_plays == 16 and c.hint_once and c.designer_center == "skill" and c.designer_reward_scale is None
+    assert c.scale_rewards == "none" and (c.epsilon, c.epsilon_high, c.learning_rate) == (0.2, 0.28, 1e-6)
+    assert preset("cpu-smol").params_share > 0.5 > preset("gpu-4b").params_share
+
+
+def test_learning_bench_heldout_tasks():
+    from spade_envs.evals.splits import is_heldout
+    from spade_envs.selfplay.learning_bench import heldout_tasks
+
+    tasks, envs = heldout_tasks(96, max_turns=2)
+    assert len(tasks) >= 96 and all(is_heldout(t.env_id) for t in tasks)
+    assert len({(t.env_id, t.seed) for t in tasks}) == len(tasks)
+    again, _ = heldout_tasks(96, max_turns=2)
+    assert [(t.env_id, t.seed, t.kwargs) for t in again] == [(t.env_id, t.seed, t.kwargs) for t in tasks]
+
+
+def test_plain_summary_says_what_happened():
+    from spade_envs.selfplay.report import compare_table, plain_summary
+
+    rows = [{"proposed": 4, "valid": 2, "proposed_params": 3, "designer_trained_regret": 0.25, "agent_reward": 0.5,
+             "envs_played": 4, "agent_advantages": [0.7, -0.7, 0.0, 0.0], "designer_advantages": [0.0, 0.0]}]
+    compare = {"episodes": 6, "before": {"wins": 1, "rate": 1 / 6, "ci95": [0.03, 0.56]},
+               "after": {"wins": 3, "rate": 0.5, "ci95": [0.19, 0.81]},
+               "envs": [{"id": "spade/Env-00012-v0", "kwargs": {"difficulty": 0}, "episodes": 6,
+                         "wins_before": 1, "wins_after": 3}]}
+    text = plain_summary({"registered": 2, "generations": [1]}, rows, compare)
+    assert "proposed 4 environment(s) (3 as parameter variants, 1 as programs)" in text
+    assert "2 passed acceptance and 2 were registered" in text and "averaged 0.250" in text
+    assert "2 of 4 agent rows and 0 of 2 designer rows were non-zero" in text
+    assert "not every role received a learning signal" in text and "won 1 before and 3 after" in text
+    table = compare_table(compare)
+    assert "spade/Env-00012-v0 difficulty=0" in table and "16.7%" in table and "50.0%" in table
