@@ -36,6 +36,7 @@ from statistics import fmean
 from typing import Any, Callable
 
 from ..errors import SpadeError
+from .lazy_deps import LazyDesignerDeps
 from ..program import source_sha256
 from .acceptance import AcceptanceConfig, AcceptancePipeline
 from .corpus import Corpus, Document
@@ -200,7 +201,7 @@ class DesignRun:
         return {**self.summary(), "candidates": [c.to_json() for c in self.candidates]}
 
 
-class EnvironmentDesigner:
+class EnvironmentDesigner(LazyDesignerDeps):
     """Runs the design loop of the module docstring.
 
     Dependencies can be injected (tests pass fakes): ``backend`` (a
@@ -223,21 +224,7 @@ class EnvironmentDesigner:
         self.progress = progress or (lambda stage, done, total: None)
 
     # -- dependencies ------------------------------------------------------------------
-    @property
-    def backend(self) -> Any:
-        if self._backend is None:
-            from ..agents import load_backend
 
-            self._backend = load_backend(self.config.model)
-        return self._backend
-
-    @property
-    def registry(self) -> Any:
-        if self._registry is None:
-            from ..registry.store import Registry
-
-            self._registry = Registry.open()
-        return self._registry
 
     @property
     def memory(self) -> DesignerMemory:
@@ -245,20 +232,6 @@ class EnvironmentDesigner:
             self._memory = DesignerMemory(self.registry)
         return self._memory
 
-    @property
-    def agent(self) -> Any:
-        if self._agent is None:
-            cfg = self.config
-            if cfg.agent is None or cfg.agent == cfg.model:
-                from ..agents.rollout import LLMAgent
-
-                self._agent = LLMAgent(self.backend, name=cfg.model, max_new_tokens=cfg.agent_max_new_tokens,
-                                       seed=cfg.seed)
-            else:
-                from ..agents import load_agent
-
-                self._agent = load_agent(cfg.agent, max_new_tokens=cfg.agent_max_new_tokens, seed=cfg.seed)
-        return self._agent
 
     # -- the loop ----------------------------------------------------------------------
     def plan(self) -> list[Candidate]:

@@ -20,6 +20,7 @@ from statistics import fmean
 from typing import Any, Callable
 
 from ..errors import SpadeError
+from .lazy_deps import LazyDesignerDeps
 from .params_mode import MODE, NoParentsError, VariantMemory, VariantProposal, propose_variants, register_variants, score_variants
 
 ProgressFn = Callable[[str, int, int], None]
@@ -85,7 +86,7 @@ class ParamsRun:
         return {**self.summary(), "candidates": [p.to_json() for p in self.proposals]}
 
 
-class ParamsDesigner:
+class ParamsDesigner(LazyDesignerDeps):
     """The params-mode loop; ``backend``, ``agent``, ``registry`` and ``runtime`` can be
     injected (tests pass fakes), as for :class:`~.designer.EnvironmentDesigner`."""
 
@@ -96,36 +97,8 @@ class ParamsDesigner:
         self.runtime = runtime
         self.progress = progress or (lambda stage, done, total: None)
 
-    @property
-    def backend(self) -> Any:
-        if self._backend is None:
-            from ..agents import load_backend
 
-            self._backend = load_backend(self.config.model)
-        return self._backend
 
-    @property
-    def registry(self) -> Any:
-        if self._registry is None:
-            from ..registry.store import Registry
-
-            self._registry = Registry.open()
-        return self._registry
-
-    @property
-    def agent(self) -> Any:
-        if self._agent is None:
-            cfg = self.config
-            if cfg.agent is None or cfg.agent == cfg.model:
-                from ..agents.rollout import LLMAgent
-
-                self._agent = LLMAgent(self.backend, name=cfg.model, max_new_tokens=cfg.agent_max_new_tokens,
-                                       seed=cfg.seed)
-            else:
-                from ..agents import load_agent
-
-                self._agent = load_agent(cfg.agent, max_new_tokens=cfg.agent_max_new_tokens, seed=cfg.seed)
-        return self._agent
 
     def run(self) -> ParamsRun:
         cfg = self.config
