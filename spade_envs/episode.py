@@ -21,6 +21,7 @@ import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import pyast
 from .errors import SpadeError
 
 
@@ -70,7 +71,7 @@ def constructor_default(source: str, class_name: str | None, name: str) -> Any:
     """The literal default of ``name`` in ``class_name.__init__`` (None when absent or
     not a literal). Static: never runs the program."""
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     for node in tree.body:

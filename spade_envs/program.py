@@ -13,6 +13,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import pyast
 from .errors import EnvProgramError
 
 #: Largest accepted source, in bytes (a designer writing 200 kB is broken, not creative).
@@ -71,7 +72,7 @@ def parse_source(source: Any, filename: str = "<env>") -> ast.Module:
     if not source.strip():
         raise EnvProgramError(f"{filename}: source is empty", stage="syntax")
     try:
-        return ast.parse(source, filename=filename)
+        return pyast.parse(source, filename)
     except SyntaxError as exc:
         raise EnvProgramError(f"{filename}: syntax error at line {exc.lineno}: {exc.msg}", stage="syntax") from None
     except (ValueError, RecursionError, MemoryError) as exc:

@@ -31,6 +31,7 @@ import json
 import re
 from typing import Any
 
+from . import pyast
 from .actions import (
     answer_blocks,
     boxed_spans,
@@ -111,7 +112,7 @@ def _parse_arguments(argtext: str, schema: dict[str, Any]) -> dict[str, Any] | N
         except (ValueError, RecursionError):
             pass
     try:
-        tree = ast.parse(f"_f({body})", mode="eval")
+        tree = pyast.parse(f"_f({body})", mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     call = tree.body

@@ -32,6 +32,7 @@ from types import CodeType
 
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES, RestrictingNodeTransformer
 
+from .. import pyast
 from ..errors import EnvProgramError
 
 #: Dunder methods a program may define on its own classes.
@@ -265,10 +266,10 @@ def compile_program(source: str, filename: str = "<env>") -> CodeType:
     """Compile ``source`` under :class:`SpadePolicy`; raise
     ``EnvProgramError(stage="sandbox_compile")`` listing the violations otherwise."""
     try:
-        tree = ast.parse(source, filename, "exec")
+        tree = pyast.parse(source, filename, "exec")
         errors: list[str] = []
         SpadePolicy(errors, [], {}).visit(tree)
-        code = None if errors else compile(tree, filename, "exec", dont_inherit=True)
+        code = None if errors else pyast.compile_tree(tree, filename)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise EnvProgramError(f"{filename}: cannot compile ({type(exc).__name__}: {exc})", stage="sandbox_compile") from None
     if errors or code is None:
