@@ -95,13 +95,32 @@ def set_parent_death_signal() -> None:
     _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
-def module_read_paths() -> list[str]:
+#: top-level packages of the lazily built module copies (:class:`.prelude.LazySandboxModule`:
+#: numpy, math_verify), dependencies included: a quick zygote's workers may read them
+#: (the full zygote's view holds them anyway; a test checks the list against an import)
+LAZY_PACKAGES = ("numpy", "math_verify", "latex2sympy2_extended", "sympy", "mpmath", "antlr4")
+
+
+def module_read_paths(lazy: Iterable[str] = ()) -> list[str]:
     """What a worker may read: the standard library and the directory (or single file)
-    of every top-level package currently imported — never a whole ``sys.path`` entry,
-    which for an editable install is a repository checkout."""
+    of every top-level package currently imported, or named in ``lazy`` (found without
+    importing it) — never a whole ``sys.path`` entry, which for an editable install is
+    a repository checkout."""
+    import importlib.util
     import sysconfig
 
     paths = {os.path.realpath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib")}
+    for name in lazy:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is None:
+            continue
+        if spec.submodule_search_locations:
+            paths.update(os.path.realpath(p) for p in spec.submodule_search_locations)
+        elif spec.origin and os.path.isfile(spec.origin):
+            paths.add(os.path.realpath(spec.origin))
     entries = sorted({os.path.realpath(p) for p in sys.path if p and os.path.isdir(p)}, key=len, reverse=True)
     for module in list(sys.modules.values()):
         file = getattr(module, "__file__", None)

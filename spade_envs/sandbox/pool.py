@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import signal
 import socket
@@ -80,22 +81,44 @@ def _package_parent() -> str:
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-class Zygote:
-    """The pre-loaded process workers are forked from."""
+#: the zygote's start: the package without its ``__init__`` (which registers the gym
+#: environments and imports gymnasium and numpy, nothing a worker needs), then its main
+_ZYGOTE_CODE = (
+    "import sys, importlib.util as u; s = u.find_spec('spade_envs'); "
+    "sys.modules['spade_envs'] = u.module_from_spec(s); "
+    "from spade_envs.sandbox.worker import zygote_main; zygote_main(*map(int, sys.argv[1:]))"
+)
 
-    def __init__(self, memory_mb: int, cpu_s: int, startup_timeout_s: float = 120.0) -> None:
+
+class Zygote:
+    """The pre-loaded process workers are forked from: ``full`` pre-imports numpy and
+    math_verify, a quick one (``full=False``, ready in a fraction of the time) leaves
+    them to the workers that use them. The constructor starts the process;
+    :meth:`wait_ready` reads its ready line."""
+
+    def __init__(self, memory_mb: int, cpu_s: int, startup_timeout_s: float = 120.0, *, full: bool = True,
+                 wait: bool = True) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         env = confine.clean_environment(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_parent(), env.get("PYTHONPATH")) if p)
-        code = "import sys; from spade_envs.sandbox.worker import zygote_main; zygote_main(*map(int, sys.argv[1:]))"
+        self.full = full
+        self.info: dict[str, Any] = {}
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", code, str(theirs.fileno()), str(memory_mb), str(cpu_s)],
+            [sys.executable, "-c", _ZYGOTE_CODE, str(theirs.fileno()), str(memory_mb), str(cpu_s), str(int(full))],
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             start_new_session=True, env=env, cwd="/",
         )
         theirs.close()
         self.sock = ours
-        ours.settimeout(startup_timeout_s)
+        self.startup_timeout_s = startup_timeout_s
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self) -> None:
+        """Block until the zygote says it is ready (raises ``EnvExecutionError`` when it
+        exits or does not answer in time)."""
+        ours = self.sock
+        ours.settimeout(self.startup_timeout_s)
         line = b""
         try:
             while not line.endswith(b"\n"):
@@ -106,7 +129,9 @@ class Zygote:
         except socket.timeout:
             self.close()
             raise EnvExecutionError("the sandbox zygote did not start in time", kind="timeout") from None
-        self.info: dict[str, Any] = json.loads(line)
+        except OSError as exc:
+            raise EnvExecutionError(f"the sandbox zygote could not start ({exc})", kind="crash") from None
+        self.info = json.loads(line)
         ours.settimeout(10.0)
 
     def spawn(self) -> Worker:
@@ -173,6 +198,22 @@ def _read_hello(worker: Worker) -> dict | None:
     return None
 
 
+def _static_layer_on() -> bool:
+    """The rule of :func:`.restricted.static_layer_enabled`, read here without loading it."""
+    return os.environ.get("SPADE_SANDBOX_STATIC", "1").strip() != "0"
+
+
+#: what makes a program need a full zygote: the heavy module copies it may use (a
+#: superset by design: a match in a comment only means waiting for the full zygote)
+HEAVY_NAMES = re.compile(r"\b(?:np|numpy|math_verify)\b")
+
+
+def needs_full(source: str) -> bool:
+    """Whether ``source`` may use numpy or math_verify (their names are the only way in:
+    the static layer admits import statements and prelude names only)."""
+    return HEAVY_NAMES.search(source) is not None
+
+
 def _has_data(fd: int) -> bool:
     """Whether a reply pipe holds bytes (or EOF) before any request was sent."""
     try:
@@ -191,6 +232,9 @@ class WorkerPool:
         self.workers: set[Worker] = set()
         self.lock = threading.RLock()
         self._zygote: Zygote | None = None
+        self._retired: list[Zygote] = []  # quick zygotes whose workers may still run
+        self._loading: Zygote | None = None
+        self._loaded = threading.Event()
         self.owner_pid = os.getpid()
         self.layers: dict[str, str] = {}
 
@@ -202,18 +246,78 @@ class WorkerPool:
             self.lock = threading.RLock()
             self.workers = set()
             self._zygote = None
+            self._retired = []
+            self._loading = None
 
     @property
     def zygote(self) -> Zygote:
-        if self._zygote is None or not self._zygote.alive():
-            if self._zygote is not None:
-                self._zygote.close()
-            self._zygote = Zygote(self.memory_mb, self.cpu_s)
-        return self._zygote
+        """The zygote new workers come from. With the static layer on, a quick one first
+        (ready in a fraction of the time), and a full one started in the background at
+        once, which takes over when it is ready; with it off, a full one."""
+        with self.lock:
+            if self._zygote is None or not self._zygote.alive():
+                if self._zygote is not None:
+                    self._zygote.close()
+                self._zygote = None
+                if _static_layer_on():
+                    self._zygote = Zygote(self.memory_mb, self.cpu_s, full=False)
+                    self._start_full()
+                else:  # programs may import anything the jail lets them: all pre-loaded
+                    self._zygote = Zygote(self.memory_mb, self.cpu_s, full=True)
+            return self._zygote
 
-    def spawn(self) -> Worker:
-        """A fresh, jailed worker (restarts the zygote once if it is gone)."""
+    def _start_full(self) -> None:
+        if self._loading is not None:
+            return
+        try:
+            full = Zygote(self.memory_mb, self.cpu_s, full=True, wait=False)
+        except OSError:  # the quick zygote keeps serving
+            return
+        self._loading = full
+        self._loaded = threading.Event()
+        threading.Thread(target=self._adopt, args=(full, self._loaded, self.owner_pid), name="spade-zygote",
+                         daemon=True).start()
+
+    def _adopt(self, full: Zygote, loaded: threading.Event, owner: int) -> None:
+        try:
+            full.wait_ready()
+            ok = True
+        except EnvExecutionError:
+            full.close()
+            ok = False
+        try:
+            with self.lock:
+                if self.owner_pid != owner or self._loading is not full:  # closed meanwhile
+                    if ok:
+                        full.close()
+                    return
+                self._loading = None
+                if ok:
+                    if self._zygote is not None:
+                        self._retired.append(self._zygote)  # closing it would end its workers
+                    self._zygote = full
+        finally:
+            loaded.set()
+
+    def wait_full(self, timeout_s: float = 120.0) -> bool:
+        """Wait (without the lock) until new workers come from a full zygote; False when
+        none could be started (the quick one goes on serving)."""
+        self.zygote  # noqa: B018 - starts them
+        with self.lock:
+            if self._zygote is not None and self._zygote.full:
+                return True
+            loaded = self._loaded if self._loading is not None else None
+        if loaded is not None:
+            loaded.wait(timeout_s)
+        with self.lock:
+            return self._zygote is not None and self._zygote.full
+
+    def spawn(self, full: bool = False) -> Worker:
+        """A fresh, jailed worker (restarts the zygote once if it is gone); with
+        ``full``, from a full zygote (waiting for it to load)."""
         self.check_owner()
+        if full:
+            self.wait_full()
         with self.lock:
             try:
                 worker = self.zygote.spawn()
@@ -305,6 +409,8 @@ class WorkerPool:
             for worker in self.workers:
                 worker.kill()
             self.workers = set()
-            if self._zygote is not None:
-                self._zygote.close()
-                self._zygote = None
+            for zygote in [self._zygote, self._loading, *self._retired]:
+                if zygote is not None:
+                    zygote.close()
+            self._zygote = self._loading = None
+            self._retired = []
