@@ -95,22 +95,55 @@ def set_parent_death_signal() -> None:
     _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
-#: top-level packages of the lazily built module copies (:class:`.prelude.LazySandboxModule`:
-#: numpy, math_verify), dependencies included: a quick zygote's workers may read them
-#: (the full zygote's view holds them anyway; a test checks the list against an import)
-LAZY_PACKAGES = ("numpy", "math_verify", "latex2sympy2_extended", "sympy", "mpmath", "antlr4")
+#: top-level packages a quick zygote's workers may import later, dependencies included:
+#: jsonschema (tool specs) and those of the lazily built module copies
+#: (:class:`.prelude.LazySandboxModule`: numpy, math_verify); the full zygote's view
+#: holds them anyway. A test checks the list against a real import.
+JSONSCHEMA_PACKAGES = (
+    "jsonschema", "jsonschema_specifications", "referencing", "rpds", "attr", "attrs", "idna", "typing_extensions",
+)
+LAZY_PACKAGES = JSONSCHEMA_PACKAGES + ("numpy", "math_verify", "latex2sympy2_extended", "sympy", "mpmath", "antlr4")
+#: standard-library modules jsonschema needs, loaded by a quick zygote (a worker's uid may
+#: not reach the standard library; see :func:`readable_by_workers`)
+LAZY_STDLIB = ("uuid", "zipfile", "pprint", "unicodedata", "binascii", "importlib.resources", "importlib.readers")
+#: compiled modules of jsonschema's dependencies, loaded by a quick zygote too: their
+#: shared libraries (``libgcc_s``) lie outside a worker's file view
+LAZY_NATIVE = ("rpds",)
 
 
-def module_read_paths(lazy: Iterable[str] = ()) -> list[str]:
-    """What a worker may read: the standard library and the directory (or single file)
-    of every top-level package currently imported, or named in ``lazy`` (found without
-    importing it) — never a whole ``sys.path`` entry, which for an editable install is
-    a repository checkout."""
+def readable_by_workers(paths: Iterable[str]) -> bool:
+    """Whether a worker can read ``paths`` by the file modes: always when it keeps the
+    zygote's uid; with a distinct uid (root zygote), when each path and every directory
+    above it grants read and search to other users."""
+    import stat
+
+    if os.geteuid() != 0:
+        return True
+    for path in paths:
+        node = os.path.realpath(path)
+        while True:
+            try:
+                mode = os.stat(node).st_mode
+            except OSError:
+                return False
+            need = stat.S_IXOTH | (stat.S_IROTH if node == os.path.realpath(path) else 0)
+            if stat.S_ISDIR(mode) and mode & need != need:
+                return False
+            if not stat.S_ISDIR(mode) and not mode & stat.S_IROTH:
+                return False
+            parent = os.path.dirname(node)
+            if parent == node:
+                break
+            node = parent
+    return True
+
+
+def package_paths(names: Iterable[str]) -> list[str]:
+    """Where the top-level packages ``names`` live (found without importing them)."""
     import importlib.util
-    import sysconfig
 
-    paths = {os.path.realpath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib")}
-    for name in lazy:
+    paths = []
+    for name in names:
         try:
             spec = importlib.util.find_spec(name)
         except (ImportError, ValueError):
@@ -118,9 +151,21 @@ def module_read_paths(lazy: Iterable[str] = ()) -> list[str]:
         if spec is None:
             continue
         if spec.submodule_search_locations:
-            paths.update(os.path.realpath(p) for p in spec.submodule_search_locations)
+            paths.extend(os.path.realpath(p) for p in spec.submodule_search_locations)
         elif spec.origin and os.path.isfile(spec.origin):
-            paths.add(os.path.realpath(spec.origin))
+            paths.append(os.path.realpath(spec.origin))
+    return paths
+
+
+def module_read_paths(lazy: Iterable[str] = ()) -> list[str]:
+    """What a worker may read: the standard library and the directory (or single file)
+    of every top-level package currently imported, or named in ``lazy`` (found without
+    importing it) — never a whole ``sys.path`` entry, which for an editable install is
+    a repository checkout."""
+    import sysconfig
+
+    paths = {os.path.realpath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib")}
+    paths.update(package_paths(lazy))
     entries = sorted({os.path.realpath(p) for p in sys.path if p and os.path.isdir(p)}, key=len, reverse=True)
     for module in list(sys.modules.values()):
         file = getattr(module, "__file__", None)

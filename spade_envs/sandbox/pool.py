@@ -81,13 +81,26 @@ def _package_parent() -> str:
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-#: the zygote's start: the package without its ``__init__`` (which registers the gym
-#: environments and imports gymnasium and numpy, nothing a worker needs), then its main
+#: the zygote's start, under ``python -S`` (no ``site``: the caller's module path is
+#: given instead, in its order): the package and ``sandbox`` without their ``__init__``
+#: (which register the gym environments, importing gymnasium and numpy, and load the
+#: caller's side of the sandbox: nothing a worker needs), then the zygote's main
 _ZYGOTE_CODE = (
-    "import sys, importlib.util as u; s = u.find_spec('spade_envs'); "
-    "sys.modules['spade_envs'] = u.module_from_spec(s); "
+    "import sys, json; sys.path[:] = json.loads(sys.argv.pop()); import importlib.util as u\n"
+    "for n in ('spade_envs', 'spade_envs.sandbox'): sys.modules[n] = u.module_from_spec(u.find_spec(n))\n"
     "from spade_envs.sandbox.worker import zygote_main; zygote_main(*map(int, sys.argv[1:]))"
 )
+
+
+def _module_path() -> str:
+    """The caller's ``sys.path`` (directories only; no current directory), the package's
+    parent first."""
+    cwd = os.getcwd()
+    paths = [_package_parent()]
+    for p in sys.path:
+        if p and p != "." and os.path.abspath(p) != cwd and p not in paths and os.path.isdir(p):
+            paths.append(p)
+    return json.dumps(paths)
 
 
 class Zygote:
@@ -104,7 +117,8 @@ class Zygote:
         self.full = full
         self.info: dict[str, Any] = {}
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", _ZYGOTE_CODE, str(theirs.fileno()), str(memory_mb), str(cpu_s), str(int(full))],
+            [sys.executable, "-S", "-c", _ZYGOTE_CODE, str(theirs.fileno()), str(memory_mb), str(cpu_s), str(int(full)),
+             _module_path()],
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             start_new_session=True, env=env, cwd="/",
         )

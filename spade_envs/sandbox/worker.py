@@ -210,6 +210,27 @@ def _preload_jail() -> None:
         pass
 
 
+def _prepare_lazy(read_paths: list[str]) -> None:
+    """What a quick zygote's workers need to import jsonschema later (tool programs):
+    its standard-library dependencies loaded here; jsonschema itself too when a worker
+    could not read its package (see :func:`.confine.readable_by_workers`)."""
+    import importlib
+    import sysconfig
+
+    sysconfig.get_config_vars()
+    for name in confine.LAZY_STDLIB + confine.LAZY_NATIVE:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # pragma: no cover - then jsonschema is loaded below
+            pass
+    where = confine.package_paths(confine.JSONSCHEMA_PACKAGES)
+    if not where or not confine.readable_by_workers(where):
+        from ..tools import _jsonschema
+
+        _jsonschema()
+        read_paths[:] = confine.module_read_paths(confine.LAZY_PACKAGES)
+
+
 def zygote_main(control_fd: int, memory_mb: int, cpu_s: int, full: int = 1) -> None:
     """Pre-load, isolate the network, then fork a worker per request on the control socket.
 
@@ -231,13 +252,18 @@ def zygote_main(control_fd: int, memory_mb: int, cpu_s: int, full: int = 1) -> N
     priority = _lower_priority() if full else None
     loader = RestrictedLoader()
     if full:
+        from ..tools import _jsonschema
+
         prelude.load_heavy()
+        _jsonschema()
     try:
         _warm_up(loader, bool(full))
     except Exception:  # pragma: no cover - a broken warm-up must not stop the zygote
         pass
     _preload_jail()
     read_paths = confine.module_read_paths(confine.LAZY_PACKAGES)
+    if not full:
+        _prepare_lazy(read_paths)
     if priority is not None:
         try:
             os.setpriority(os.PRIO_PROCESS, 0, priority)
