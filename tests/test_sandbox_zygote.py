@@ -93,7 +93,7 @@ def test_needs_full_finds_every_way_to_numpy_and_math_verify():
 
 def test_quick_zygote_loads_no_heavy_module_and_its_view_covers_them():
     out = subprocess.run([sys.executable, "-S", "-c", _PROBE, _module_path()], capture_output=True, text=True,
-                         timeout=120, cwd="/")
+                         timeout=120, cwd="/", env={**os.environ, "SPADE_SANDBOX_STATIC": "1"})
     assert out.returncode == 0, out.stderr[-2000:]
     got = json.loads(out.stdout.splitlines()[-1])
     assert got["quick"] == [], got  # none of the heavy imports in the quick zygote
@@ -107,13 +107,14 @@ def test_jsonschema_stdlib_list_is_complete():
     code = _PROBE.replace("import jsonschema, numpy, math_verify\nfrom spade_envs.sandbox import prelude\n"
                           "prelude.load_heavy()\n", "import jsonschema\n")
     out = subprocess.run([sys.executable, "-S", "-c", code, _module_path()], capture_output=True, text=True,
-                         timeout=120, cwd="/")
+                         timeout=120, cwd="/", env={**os.environ, "SPADE_SANDBOX_STATIC": "1"})
     assert out.returncode == 0, out.stderr[-2000:]
     got = json.loads(out.stdout.splitlines()[-1])
     assert got["new_std"] == [], got
 
 
-def test_quick_then_full_zygote_serve_the_right_programs():
+def test_quick_then_full_zygote_serve_the_right_programs(monkeypatch):
+    monkeypatch.setenv("SPADE_SANDBOX_STATIC", "1")  # (with it off, only a full zygote serves)
     rt = SandboxRuntime()
     try:
         light = rt.open(LIGHT)

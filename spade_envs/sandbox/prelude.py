@@ -106,7 +106,14 @@ def _lazy(name: str, build: Any) -> LazySandboxModule:
 
 
 def load_heavy() -> None:
-    """Import and build every pending lazy copy now (the full zygote, before it forks)."""
+    """Import numpy (with the submodules programs use) and math_verify, and build every
+    pending lazy copy (the full zygote, before it forks; with the static layer off too,
+    where programs use the real modules)."""
+    for name in ("numpy", *(f"numpy.{s}" for s in vetted.NUMPY_SUBMODULES), "math_verify"):
+        try:
+            importlib.import_module(name)
+        except ImportError:  # pragma: no cover - dependencies of the package
+            pass
     for module in list(_LAZY):
         _load(module)
 
