@@ -40,6 +40,7 @@ import resource
 import signal
 import sys
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 CLONE_NEWNET = 0x40000000
 CLONE_NEWUSER = 0x10000000
@@ -245,11 +246,17 @@ def _distinct_uid() -> str:
     return f"uid {uid}"
 
 
-def jail_worker(memory_mb: int, cpu_s: int, read_paths: Iterable[str], keep_fds: Iterable[int]) -> tuple[list[int], dict]:
+def jail_worker(memory_mb: int, cpu_s: int, read_paths: Iterable[str], keep_fds: Iterable[int],
+                ruleset: Any = None) -> tuple[list[int], dict]:
     """Confine this (freshly forked) worker. Returns the new numbers of ``keep_fds`` and
-    the layer report ``{layer: "applied..." | "refused: ERRNO ..."}``."""
+    the layer report ``{layer: "applied..." | "refused: ERRNO ..."}``. ``ruleset``: the
+    zygote's :class:`.landlock.Ruleset` for ``read_paths`` (else one is built here), or
+    the :class:`OSError` the kernel answered when the zygote tried to build it."""
     layers: dict[str, str] = {"environment": "allow-list", "network": _network_mode}
-    fds = _close_fds(keep_fds)
+    keep = list(keep_fds)
+    prebuilt = ruleset is not None and not isinstance(ruleset, OSError)
+    fds = _close_fds(keep + [ruleset.fd] if prebuilt else keep)
+    ruleset_fd = fds.pop() if prebuilt else None
     layers["descriptors"] = "pipes only"
     layers["rlimits"] = _rlimits(memory_mb, cpu_s)
     libc = _libc()
@@ -258,11 +265,15 @@ def jail_worker(memory_mb: int, cpu_s: int, read_paths: Iterable[str], keep_fds:
     try:
         from . import landlock
 
-        got = landlock.restrict(read_paths)
+        if isinstance(ruleset, OSError):
+            raise ruleset
+        got = ruleset.apply(ruleset_fd) if prebuilt else landlock.restrict(read_paths)
         extra = ", signals scoped" if got["signals_scoped"] else ""
         layers["landlock"] = f"applied (ABI {got['abi']}, read-only beneath {len(list(read_paths))} paths{extra})"
     except OSError as exc:
         layers["landlock"] = f"refused: {exc}"
+    if ruleset_fd is not None:
+        os.close(ruleset_fd)
     layers["uid"] = _distinct_uid()
     set_parent_death_signal()  # changing credentials cleared it
     if os.getppid() == 1:  # the zygote is already gone

@@ -142,9 +142,10 @@ def _output_error(msg: str) -> BaseException:
 _FLUSH_S = 0.001
 
 
-def worker_main(req_fd: int, rep_fd: int, memory_mb: int, cpu_s: int, loader: Any, read_paths: list[str]) -> None:
+def worker_main(req_fd: int, rep_fd: int, memory_mb: int, cpu_s: int, loader: Any, read_paths: list[str],
+                ruleset: Any = None) -> None:
     """Jail this process, say hello, serve frames until the request pipe closes."""
-    (req_fd, rep_fd), layers = confine.jail_worker(memory_mb, cpu_s, read_paths, (req_fd, rep_fd))
+    (req_fd, rep_fd), layers = confine.jail_worker(memory_mb, cpu_s, read_paths, (req_fd, rep_fd), ruleset)
     state = WorkerState(loader)
     write_all(rep_fd, pack(json.dumps({"pid": os.getpid(), "uid": os.getuid(), "layers": layers}).encode()))
     while True:
@@ -210,6 +211,17 @@ def _preload_jail() -> None:
         pass
 
 
+def _landlock_ruleset(read_paths: list[str]) -> Any:
+    """The Landlock ruleset of every worker, built once here (each worker only applies
+    it), or the kernel's refusal (reported by each worker)."""
+    from . import landlock
+
+    try:
+        return landlock.build(read_paths)
+    except OSError as exc:
+        return exc
+
+
 def _prepare_lazy(read_paths: list[str]) -> None:
     """What a quick zygote's workers need to import jsonschema later (tool programs):
     its standard-library dependencies loaded here; jsonschema itself too when a worker
@@ -269,6 +281,7 @@ def zygote_main(control_fd: int, memory_mb: int, cpu_s: int, full: int = 1) -> N
             os.setpriority(os.PRIO_PROCESS, 0, priority)
         except OSError:  # pragma: no cover - only lowered when it can be restored
             pass
+    ruleset = _landlock_ruleset(read_paths)
     sock = socket.socket(fileno=control_fd)
     mode = confine.isolate_network()
     confine.set_parent_death_signal()  # credentials may have changed: the setting was cleared
@@ -294,7 +307,7 @@ def zygote_main(control_fd: int, memory_mb: int, cpu_s: int, full: int = 1) -> N
         if pid == 0:
             try:
                 sock.close()
-                worker_main(fds[0], fds[1], memory_mb, cpu_s, loader, read_paths)
+                worker_main(fds[0], fds[1], memory_mb, cpu_s, loader, read_paths, ruleset)
             finally:
                 os._exit(1)
         for fd in fds:
