@@ -156,3 +156,48 @@ def test_heavy_program_in_a_fresh_process(static, tmp_path):
                          cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["10", "1.5", "True", "True"]
+
+
+def test_plain_attribute_reads_only_where_the_guard_would_pass_them():
+    """The policy compiles ``a.b`` as a plain read only for public names that
+    ``guarded_getattr`` passes to ``getattr`` for every object; that is sound because no
+    opaque object (frame, traceback, code, generator...) has any such attribute."""
+    import types
+
+    from spade_envs.sandbox import guards
+    from spade_envs.sandbox.policy import compile_program
+
+    def getattr_names(src):
+        code = compile_program(src, "<t>")
+        names = set()
+        stack = [code]
+        while stack:
+            c = stack.pop()
+            names.update(c.co_names)
+            stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+        return names
+
+    assert "_getattr_" not in getattr_names("def f(x):\n    return x.append, x.items, x.sum\n")
+    for name in ("format", "format_map", "close", "send", "throw", "replace", "clear", "dump", "tofile", "resize"):
+        assert "_getattr_" in getattr_names(f"def f(x):\n    return x.{name}\n"), name
+    assert "_getattr_" in getattr_names("class A:\n    def f(self):\n        return self._x\n")
+
+    def gen():
+        yield 1
+
+    async def coro():
+        pass
+
+    async def agen():
+        yield 1
+
+    try:
+        raise ValueError
+    except ValueError as exc:
+        tb = exc.__traceback__
+    c = coro()
+    opaque = [gen(), c, agen(), tb, tb.tb_frame, gen.__code__]
+    for obj in opaque:
+        public = {n for n in dir(obj) if not n.startswith("_")}
+        assert public <= guards.GUARDED_PUBLIC_NAMES, (type(obj).__name__, public - guards.GUARDED_PUBLIC_NAMES)
+    c.close()

@@ -16,9 +16,9 @@ Applied in three places:
      ``RLIMIT_CPU`` (``cpu_s`` over the worker's life), ``RLIMIT_FSIZE`` 0,
      ``RLIMIT_NOFILE`` 32, ``RLIMIT_NPROC`` 0, ``RLIMIT_CORE`` 0;
   3. ``PR_SET_NO_NEW_PRIVS``;
-  4. Landlock (:mod:`.landlock`): read-only access beneath the directories of the
-     modules the zygote loaded (the standard library and each imported package), nothing
-     else; TCP and signals outside the worker's own domain denied where the ABI has them;
+  4. Landlock (:mod:`.landlock`, the ruleset built once by the zygote): read-only access
+     beneath the directories of the modules the zygote loaded (the standard library and
+     each imported package) and of :data:`LAZY_PACKAGES`, nothing else; TCP and signals outside the worker's own domain denied where the ABI has them;
   5. a distinct uid per worker when the zygote runs as root (``WORKER_UID_BASE`` + the
      worker's pid, unique among live processes; groups dropped), so no worker can signal
      or inspect another worker, the zygote or the caller by the kernel's permission

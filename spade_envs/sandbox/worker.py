@@ -1,9 +1,11 @@
 """Sandbox worker processes: the zygote and the per-worker main loop.
 
-The **zygote** is started once per :class:`~.pool.WorkerPool` (one interpreter start-up)
-with a clean environment, pre-imports everything programs need (RestrictedPython, the
-module copies, numpy, math_verify warmed up), computes the read-only file view of its
-workers (:func:`.confine.module_read_paths`), moves into a private network namespace
+A **zygote** is started by a :class:`~.pool.WorkerPool` (one interpreter start-up, with
+``python -S`` and a clean environment), pre-imports what programs need (RestrictedPython,
+the module copies; a *full* zygote also numpy and math_verify, warmed up; a *quick* one
+leaves those to the full one, see :func:`zygote_main`), computes the read-only file view
+of its workers (:func:`.confine.module_read_paths`) and builds their Landlock ruleset
+once, moves into a private network namespace
 and then forks a worker for every ``spawn`` request received on its control socket
 together with the worker's two pipes (request, reply). It answers each request with
 the worker's pid and a pidfd for it, so the caller can kill exactly that process.
