@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from spade_envs.sandbox import SandboxRuntime
-from spade_envs.sandbox.pool import _module_path, needs_full
+from spade_envs.sandbox.zygote import _module_path, needs_full
 
 LIGHT = """
 class LightEnv:
