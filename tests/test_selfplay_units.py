@@ -150,3 +150,27 @@ def test_seed_skills_and_games_choose_the_replay_seeds_and_params_parents():
     assert not any(is_heldout(p) for p in train_parents(None))
     with pytest.raises(SelfPlayConfigError):
         build_config("cpu-tiny", seed_skills=[])
+
+
+def test_designer_prompts_are_cut_to_their_token_budget():
+    from spade_envs.designer.corpus import Document
+    from spade_envs.designer.memory import DesignerMemory
+    from spade_envs.designer.prompts import build_prompt
+    from spade_envs.selfplay.design import fit_prompt
+
+    def count(messages):
+        return sum(len(m["content"]) for m in messages) // 4
+
+    retrieval = DesignerMemory(None).retrieve("mathematical reasoning", mode="puzzle", seed=0)
+    doc = Document("doc", "word " * 3000)
+    full = build_prompt("puzzle", "mathematical reasoning", doc, retrieval)
+    build = lambda r, d: build_prompt("puzzle", "mathematical reasoning", d, r)  # noqa: E731
+    same, kept = fit_prompt(build, retrieval, doc, count, count(full))
+    assert same == full and kept is retrieval  # within budget: untouched
+    contract_only = count(build_prompt("puzzle", "mathematical reasoning", Document("doc", "x"), None))
+    budget = contract_only + 200
+    assert count(full) > budget
+    cut, shown = fit_prompt(build, retrieval, doc, count, budget)
+    assert count(cut) <= budget
+    assert not shown.positives and shown.format_example is None
+    assert "word" in cut[-1]["content"]  # the document is cut, not dropped
