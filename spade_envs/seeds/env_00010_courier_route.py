@@ -106,8 +106,7 @@ class CourierRouteEnv:
             f"A courier leaves the Depot, must visit {STOPS[n - 1]} exactly once, and return to "
             "the Depot. Road lengths in km (the table is symmetric):\n"
             + header + "\n" + "\n".join(rows)
-            + (f"\nThe only round trip is Depot -> {self._names[1]} -> Depot: {d[0][1]} km there and "
-               f"{d[0][1]} km back, {best} km in all." if self.difficulty == 0 and n == 2 else "")
+            + (f"\nThe only round trip, there and back, is {best} km long." if self.difficulty == 0 and n == 2 else "")
             + "\nWhat is the length of the SHORTEST possible round trip? Answer with \\boxed{km}."
         )
         return obs, {}

@@ -136,9 +136,8 @@ class FactoryCounterfactualEnv:
             if not re.search(rf"(?<!\w){answer}(?!\w)", obs):
                 break  # the answer must not appear anywhere in the text
         if self.difficulty == 0 and n == 2:  # the warm-up states the worked answer: restate it
-            worked = (f"\nWorked out: with the same u_{self._names[y]} = {noise[y]}, {self._names[y]} would have "
-                      f"been {new_x} + {noise[y]} = {answer}.")
-            obs = obs.replace("\nCounterfactual question", worked + "\nCounterfactual question")
+            worked = f"\nWorked out: {self._names[y]} would have been {answer}."
+            obs = obs.replace(" Answer with \\boxed{integer}.", worked + " Answer with \\boxed{integer}.")
         self._x, self._y, self._answer = x, y, answer
         self._turn = 0
         self._done = False
