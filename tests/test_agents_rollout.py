@@ -143,7 +143,8 @@ def test_default_model_plays_every_seed_env_sandboxed_in_batch():
     if not _sandbox_available():
         pytest.skip("the sandbox is not built yet")
     agent = load_agent("transformers:default", max_new_tokens=8, temperature=0.6, seed=0, sandbox=True)
-    tasks = [PlayTask(env_id, 0, hint=hint, max_turns=1) for env_id in SEED_IDS for hint in (False, True)]
+    # every seed once, every other one with its hint (both prompt kinds, half the prefill)
+    tasks = [PlayTask(env_id, 0, hint=bool(i % 2), max_turns=1) for i, env_id in enumerate(SEED_IDS)]
     episodes = agent.play(tasks)
     assert len(episodes) == len(tasks)
     assert [e for e in episodes if e.error] == []

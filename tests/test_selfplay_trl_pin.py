@@ -87,6 +87,24 @@ def test_micro_batches_accumulate_to_the_full_batch_gradient(tmp_path):
         torch.testing.assert_close(split[k], full[k], rtol=1e-4, atol=1e-6)
 
 
+def test_gradient_checkpointing_is_switched_on_and_keeps_the_gradient(tmp_path):
+    """Trainer turns checkpointing on only inside ``train()``, which self-play never calls:
+    ``build_trainer`` must do it (else long designer rows keep every layer's activations)."""
+    import torch
+
+    plain, ckpt = _trainer(tmp_path / "a"), _trainer(tmp_path / "b", gradient_checkpointing=True)
+    assert not plain.model.is_gradient_checkpointing and ckpt.model.is_gradient_checkpointing
+    rows = [{"prompt": "{}"} for _ in range(4)]
+    grads = []
+    for tr in (plain, ckpt):
+        tr.rollout_func = _Scripted([1.0, 0.0, 0.0, 1.0])
+        grads.append(_grads_of_step(tr, rows, micro=2)[0])
+    nonzero = [k for k, g in grads[0].items() if g is not None and g.abs().sum() > 0]
+    assert nonzero
+    for k in nonzero:
+        torch.testing.assert_close(grads[1][k], grads[0][k], rtol=1e-4, atol=1e-6)
+
+
 def test_agent_role_moves_weights_only_with_a_learning_signal(tmp_path):
     tr = _trainer(tmp_path)
     from spade_envs.selfplay.trl_bridge import grpo_step

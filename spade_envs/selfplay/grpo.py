@@ -87,6 +87,9 @@ def build_trainer(config: SelfPlayConfig) -> Any:
     trainer = GRPOTrainer(model=model, reward_funcs=[reward_from_rollout], args=args,
                           train_dataset=Dataset.from_list([{"prompt": "{}"}] * config.agent_group_size),
                           processing_class=tokenizer, rollout_func=_placeholder_rollout)
+    if config.gradient_checkpointing:  # Trainer enables it only inside train(), which self-play never calls
+        trainer.model.gradient_checkpointing_enable(
+            gradient_checkpointing_kwargs=dict(args.gradient_checkpointing_kwargs or {}) or None)
     trainer.create_optimizer()
     if trainer.accelerator.num_processes > 1:  # DDP/FSDP: the wrapped model syncs gradients
         trainer.model_wrapped, trainer.optimizer = trainer.accelerator.prepare(trainer.model, trainer.optimizer)
