@@ -19,6 +19,11 @@ Multi-turn reuse: ``generate(prompts, session=backend.new_session(), keys=[...])
 one batched KV cache across turns (:mod:`.kv_session`): each turn only the tokens a row's
 prompt adds are encoded, and the prefix every row shares is encoded once. Constrained
 (``json_schema``) calls do not use a session.
+
+Speed: without Prefix Sliding the KV cache is a :class:`~.growing_cache.GrowingCache`
+(in-place appends, no per-step copy of the whole cache), and while generating, a model on
+``sdpa`` attention runs :mod:`.gqa_attention` (no per-head copy of K/V); both paths, with
+or without a session, use them.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from typing import Any
 from ..errors import AgentError
 from .api import Backend, Generation
 from .chat import encode, render
+from .growing_cache import GrowingCache, growing_cache_for
 from .kv_session import DecodeSession, generate_in_session, sample
 
 
@@ -163,8 +169,6 @@ class TransformersBackend(Backend):
     def _make_cache(self):
         from transformers import DynamicCache
 
-        from .growing_cache import growing_cache_for
-
         if self.prefix_sliding is None:
             return growing_cache_for(self.model.config) or DynamicCache(config=self.model.config)
         from .prefix_sliding import PrefixSlidingCache  # the Prefix Sliding module
@@ -196,6 +200,8 @@ class TransformersBackend(Backend):
             return self._pack(prompts, tokens, logps, finish)
         live = torch.arange(n, device=self.device)  # original row of each batch row
         cache = self._make_cache()
+        if isinstance(cache, GrowingCache):  # room for the whole generation up front
+            cache.reserve(width + max_new_tokens)
         with torch.inference_mode():
             logits = self.model(
                 input_ids=ids, attention_mask=attn, position_ids=positions,

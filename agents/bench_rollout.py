@@ -16,7 +16,8 @@ over wall time), ``share_outside_generation_b*``, ``mean_turns_b*``,
 ``episodes_per_s_b8_reencode``, ``ratio_eps_b8_vs_b1`` (target >= 2.5),
 ``ratio_reuse_vs_reencode_b8`` (target >= 2), ``encoded_tokens_b8`` / ``_reencode``
 (prompt tokens the model actually encoded), ``computed_tokens_b*`` (prefill positions
-computed, padding included), ``cache_growths_b*`` (KV buffer reallocations, summed over
+computed, padding included), ``share_prefill_b*`` (wall share of turn prefills, the
+compute-bound part that batching cannot amortise), ``cache_growths_b*`` (KV buffer reallocations, summed over
 layers), ``share_outside_generation_b32`` (< 10 %) and ``load_avg_1m_start`` /
 ``load_avg_1m_end`` (the machine's load average around the run: the figures are only
 comparable within one run when other jobs share the cores).
@@ -52,7 +53,7 @@ def _sandbox_available() -> bool:
 
 def _play(agent: Any, workload: list[PlayTask], batch: int) -> tuple[list[Any], dict[str, float]]:
     episodes, timings = [], {"wall_s": 0.0, "generation_s": 0.0, "environment_s": 0.0, "encoded_tokens": 0.0,
-                             "computed_tokens": 0.0, "cache_growths": 0.0}
+                             "computed_tokens": 0.0, "cache_growths": 0.0, "prefill_s": 0.0}
     for start in range(0, len(workload), batch):
         episodes += agent.play(workload[start: start + batch])
         for key in timings:
@@ -97,6 +98,7 @@ def run(quick: bool = False, model: str = "default") -> dict[str, Any]:
         if reuse:
             figures[f"computed_tokens_{name}"] = int(timings.get("computed_tokens", 0))
             figures[f"cache_growths_{name}"] = int(timings.get("cache_growths", 0))
+            figures[f"share_prefill_{name}"] = round(timings["prefill_s"] / wall, 4)
         if name == "b32":
             figures["sandboxed_b32"] = sandbox
     figures["load_avg_1m_end"] = round(os.getloadavg()[0], 2)

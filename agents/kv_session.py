@@ -36,6 +36,7 @@ Prefix Sliding, more rows than one batch) falls back to encoding from scratch.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,9 +57,9 @@ def common_prefix_len(prompts: list[list[int]]) -> int:
     return n
 
 
-def _new_stats() -> dict[str, int]:
+def _new_stats() -> dict[str, float]:
     return {"encoded_tokens": 0, "reused_tokens": 0, "rebuilds": 0, "computed_tokens": 0, "cache_growths": 0,
-            "prefill_chunks": 0}
+            "prefill_chunks": 0, "prefill_s": 0.0}
 
 
 @dataclass
@@ -71,7 +72,7 @@ class DecodeSession:
     mask: Any = None  # [rows, capacity] bool; columns < width say which cache columns are real
     width: int = 0  # columns in the cache
     last_pos: Any = None  # [rows, 1] position of each row's last real token
-    stats: dict[str, int] = field(default_factory=_new_stats)
+    stats: dict[str, float] = field(default_factory=_new_stats)  # prefill_s: wall time (exact on CPU)
 
     def matches(self, keys: list[Any], prompts: list[list[int]]) -> bool:
         """True when the session can continue: same rows (a subset, in order) whose new
@@ -259,6 +260,7 @@ def generate_in_session(backend: Any, session: DecodeSession, keys: list[Any], p
     turn = SessionTurn(backend, session)
     if backend.max_positions is not None:
         max_new_tokens = max(0, min(max_new_tokens, backend.max_positions - max(len(p) for p in prompts)))
+    t0 = time.perf_counter()  # prefill_s: the shared prefix (when started here) and the tails
     if session.matches(keys, prompts):
         session.keep(keys)
         tails = [p[len(c):] for p, c in zip(prompts, session.consumed)]
@@ -273,6 +275,7 @@ def generate_in_session(backend: Any, session: DecodeSession, keys: list[Any], p
     finish = ["length"] * n
     with torch.inference_mode():
         logits = turn.prefill(tails)
+        session.stats["prefill_s"] += time.perf_counter() - t0
         live = torch.ones(n, dtype=torch.bool, device=backend.device)
         for step in range(max_new_tokens):
             nxt, chosen = sample(logits, temperature, generator)
