@@ -12,7 +12,10 @@ import math
 from typing import Any
 
 from .errors import EnvProgramError
-from .spaces import MAX_TEXT_CHARS
+
+#: Longest observation or action (characters); the spaces of :mod:`.spaces` admit as much.
+#: Defined here, not there, so that the checks load without gymnasium (sandbox zygote).
+MAX_TEXT_CHARS = 65536
 
 ResetResult = tuple[str, dict]
 StepResult = tuple[str, float, bool, bool, dict]

@@ -20,8 +20,7 @@ import numpy as np
 from gymnasium.spaces import Text
 from gymnasium.vector.utils import shared_memory as _shm
 
-#: Longest observation or action the spaces admit (characters).
-MAX_TEXT_CHARS = 65536
+from .contract import MAX_TEXT_CHARS  # noqa: F401 - re-exported: the longest text the spaces admit
 
 _SAMPLE_CHARSET = string.ascii_letters + string.digits + string.punctuation + " \néßλ→✓中"
 

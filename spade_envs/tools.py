@@ -20,9 +20,6 @@ import json
 import re
 from typing import Any
 
-import jsonschema
-from jsonschema import Draft202012Validator
-
 from .errors import ToolSpecError
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$")
@@ -46,7 +43,19 @@ OPENAI_TOOL_SCHEMA: dict[str, Any] = {
         },
     },
 }
-_ENVELOPE = Draft202012Validator(OPENAI_TOOL_SCHEMA)
+
+
+@functools.cache
+def _jsonschema() -> Any:
+    """jsonschema, imported on first use (the sandbox's quick zygote starts without it)."""
+    import jsonschema
+
+    return jsonschema
+
+
+@functools.cache
+def _envelope() -> Any:
+    return _jsonschema().Draft202012Validator(OPENAI_TOOL_SCHEMA)
 
 
 #: Python type names SPADE designers write, and the JSON Schema type each means
@@ -111,7 +120,7 @@ def normalize_tool_spec(spec: Any) -> dict[str, Any]:
         if notes:
             params["$comment"] = f"{TYPE_NOTE}: {', '.join(sorted(set(notes)))}"
             fn["parameters"] = params
-    errors = sorted(_ENVELOPE.iter_errors(spec), key=lambda e: list(e.path))
+    errors = sorted(_envelope().iter_errors(spec), key=lambda e: list(e.path))
     if errors:
         err = errors[0]
         where = "/".join(str(p) for p in err.path) or "<root>"
@@ -131,8 +140,8 @@ def normalize_tool_spec(spec: Any) -> dict[str, Any]:
 def _schema_problem(params: Any) -> tuple[str, str] | None:
     """``(where, message)`` when ``params`` is not a valid JSON Schema, else None."""
     try:
-        Draft202012Validator.check_schema(params)
-    except jsonschema.SchemaError as exc:
+        _jsonschema().Draft202012Validator.check_schema(params)
+    except _jsonschema().SchemaError as exc:
         return "/".join(str(p) for p in exc.path) or "<root>", exc.message
     return _ref_problem(params, params, [])
 
@@ -221,7 +230,7 @@ class ArgumentValidator:
 
     def __init__(self, specs: list[dict[str, Any]]) -> None:
         self._validators = {
-            s["function"]["name"]: Draft202012Validator(s["function"]["parameters"]) for s in specs
+            s["function"]["name"]: _jsonschema().Draft202012Validator(s["function"]["parameters"]) for s in specs
         }
 
     @property
@@ -236,7 +245,7 @@ class ArgumentValidator:
         if not isinstance(arguments, dict):
             return f"Error: arguments of '{name}' must be a JSON object."
         try:
-            error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+            error = _jsonschema().exceptions.best_match(validator.iter_errors(arguments))
         except Exception as exc:  # an unusable schema or pathological arguments: never raise
             return f"Error: the arguments of tool '{name}' cannot be checked ({type(exc).__name__}). The tool was not run."
         if error is None:

@@ -130,3 +130,47 @@ def test_cli_rejects_bad_settings_with_one_line(capsys):
     assert main(["selfplay", "--set", "rounds=0"]) == 2
     err = capsys.readouterr().err
     assert "unknown preset" in err and "rounds must be >= 1" in err and "Traceback" not in err
+
+
+def test_seed_skills_and_games_choose_the_replay_seeds_and_params_parents():
+    from spade_envs.registry.catalog import seed_records
+    from spade_envs.selfplay.design_params import train_parents
+    from spade_envs.selfplay.splits import is_heldout
+    from spade_envs.selfplay.trainer import train_seed_entries
+
+    skill = {str(r.env_id): r.skill for r in seed_records()}
+    every = train_seed_entries(build_config("cpu-tiny"))
+    assert {e.env_id for e in every} == {i for i in skill if not is_heldout(i)}
+    smol = build_config("cpu-smol")
+    chosen = train_seed_entries(smol)
+    assert chosen and {e.skill for e in chosen} <= set(smol.seed_skills)
+    assert "tool use" not in {e.skill for e in chosen} and "tool use" in {e.skill for e in every}
+    assert all(e.kwargs == {"difficulty": 0} for e in chosen)  # seed_levels: easiest
+    assert {skill[p] for p in train_parents(None, ["tool use"])} == {"tool use"}
+    assert not any(is_heldout(p) for p in train_parents(None))
+    with pytest.raises(SelfPlayConfigError):
+        build_config("cpu-tiny", seed_skills=[])
+
+
+def test_designer_prompts_are_cut_to_their_token_budget():
+    from spade_envs.designer.corpus import Document
+    from spade_envs.designer.memory import DesignerMemory
+    from spade_envs.designer.prompts import build_prompt
+    from spade_envs.selfplay.design import fit_prompt
+
+    def count(messages):
+        return sum(len(m["content"]) for m in messages) // 4
+
+    retrieval = DesignerMemory(None).retrieve("mathematical reasoning", mode="puzzle", seed=0)
+    doc = Document("doc", "word " * 3000)
+    full = build_prompt("puzzle", "mathematical reasoning", doc, retrieval)
+    build = lambda r, d: build_prompt("puzzle", "mathematical reasoning", d, r)  # noqa: E731
+    same, kept = fit_prompt(build, retrieval, doc, count, count(full))
+    assert same == full and kept is retrieval  # within budget: untouched
+    contract_only = count(build_prompt("puzzle", "mathematical reasoning", Document("doc", "x"), None))
+    budget = contract_only + 200
+    assert count(full) > budget
+    cut, shown = fit_prompt(build, retrieval, doc, count, budget)
+    assert count(cut) <= budget
+    assert not shown.positives and shown.format_example is None
+    assert "word" in cut[-1]["content"]  # the document is cut, not dropped

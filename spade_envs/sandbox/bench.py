@@ -8,12 +8,16 @@ Figures (``run(quick) -> dict``):
 - ``batched_step_us``: steps sent 64 per message (to 2 workers);
   ``batched_overhead_us`` = batched - plain (target <= 20), ``ratio_isolated_vs_plain``;
 - ``worker_ready_us``: fork from the warm zygote until the worker answers (target <= 30 ms);
-  ``zygote_start_s``: the one-time interpreter start and pre-load;
+  ``zygote_start_s``: the quick zygote's start (what the first environment waits for);
+  ``full_zygote_ready_s``: until the full one (numpy, math_verify loaded) has taken over;
 - ``hang_recovery_s`` / ``hang_over_deadline_us``: a hung step is reported (its worker
   killed) and the next episode runs on a fresh worker (``reset``): target deadline + 50 ms;
-- ``first_env_fresh_process_s``: a fresh interpreter imports ``spade_envs`` and plays the
-  first step of a sandboxed environment (target <= 0.5 s); ``import_spade_envs_s`` is the
-  import alone in a fresh interpreter (the part the sandbox does not control);
+- ``first_env_fresh_process_s``: a fresh interpreter runs ``import spade_envs, gymnasium``,
+  ``gym.make`` of a store entry (sandboxed: store entries are untrusted), ``reset`` and
+  one ``step`` (target <= 0.5 s; ``..._wall_s`` adds the interpreter's own start);
+  ``import_spade_envs_s`` is the import alone (the part the sandbox does not control);
+  ``first_numpy_math_verify_env_fresh_process_s``: the same for a program using numpy and
+  math_verify (served by the full zygote, which loads in the background);
 - ``ratio_seed_replay_sandbox_vs_inprocess``: speed of replaying the seed suite's
   solutions (3 seeds each, reset + solution + every action) sandboxed relative to
   in-process (target >= 0.33); ``..._batched`` replays all environments in lock-step
@@ -84,36 +88,86 @@ def _replay_batched(runtime: Any, records: Any, opened: dict) -> float:
     return time.perf_counter() - t
 
 
+HEAVY_ENV = """
+from math_verify import parse, verify
+
+class HalfEnv:
+    def __init__(self, **kwargs):
+        self.reset()
+
+    def reset(self, seed=None):
+        return f"what is {np.array([1, 1]).sum()} / 4?", {}
+
+    def step(self, action):
+        ok = verify(parse("$1/2$"), parse(action))
+        return "done", float(ok), True, False, {}
+
+    def solution(self):
+        return "$0.5$"
+"""
+
+#: the user's path, in a fresh interpreter: ``import spade_envs`` then the first
+#: environment made, reset and stepped (a store entry by id, or a source)
 _FRESH = """
 import time, sys
 t = time.perf_counter()
-import spade_envs
+import spade_envs, gymnasium as gym
 t_import = time.perf_counter() - t
-from spade_envs.sandbox import SandboxRuntime
-session = SandboxRuntime().open(sys.argv[1])
-session.reset(0)
-session.step("7")
+if sys.argv[1] == "id":
+    env = gym.make(sys.argv[2])
+else:
+    from spade_envs.gym_env import SpadeEnv
+    env = SpadeEnv(source=sys.argv[2])
+env.reset(seed=0)
+env.step("$0.5$")
+assert env.unwrapped._runtime.__class__.__name__ == "SandboxRuntime"
 print(t_import, time.perf_counter() - t)
 """
 
 
-def _fresh_process_figures(runs: int = 3) -> dict[str, float]:
-    """Median over ``runs`` fresh interpreters (each starts its own zygote)."""
+def _fresh_runs(args: list[str], env: dict[str, str] | None, runs: int) -> tuple[float, float, float] | str:
+    """Median (first env, import, wall) over ``runs`` fresh interpreters, or an error."""
     import subprocess
     import sys
 
     times = []
     for _ in range(runs):
         t = time.perf_counter()
-        done = subprocess.run([sys.executable, "-c", _FRESH, CHEAP_ENV], capture_output=True, text=True, timeout=120)
+        done = subprocess.run([sys.executable, "-c", _FRESH, *args], capture_output=True, text=True, timeout=120,
+                              env=env)
         wall = time.perf_counter() - t
         try:
             imp, first = map(float, done.stdout.split())
         except ValueError:
-            return {"first_env_fresh_process_error": (done.stderr or done.stdout)[-300:]}
+            return (done.stderr or done.stdout)[-300:]
         times.append((first, imp, wall))
-    first, imp, wall = sorted(times)[len(times) // 2]
-    return {"first_env_fresh_process_s": first, "import_spade_envs_s": imp, "first_env_fresh_process_wall_s": wall}
+    return sorted(times)[len(times) // 2]
+
+
+def _fresh_process_figures(runs: int = 3) -> dict[str, Any]:
+    """A store entry made by id in a fresh process (a 2-entry store under a temporary
+    ``SPADE_HOME``: store entries are untrusted, so sandboxed), and a numpy/math_verify
+    program given as source (it waits for the full zygote)."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from ..registry.bench import build_store
+
+    home = Path(tempfile.gettempdir()) / "spade-bench-sandbox-store"
+    last = build_store(2, home)
+    env = {**os.environ, "SPADE_HOME": str(home), "PYTHONWARNINGS": "ignore"}
+    out: dict[str, Any] = {}
+    got = _fresh_runs(["id", f"spade/Env-{last:05d}"], env, runs)
+    if isinstance(got, str):
+        return {"first_env_fresh_process_error": got}
+    out["first_env_fresh_process_s"], out["import_spade_envs_s"], out["first_env_fresh_process_wall_s"] = got
+    got = _fresh_runs(["source", HEAVY_ENV], env, runs)
+    if isinstance(got, str):
+        out["first_heavy_env_fresh_process_error"] = got
+    else:
+        out["first_numpy_math_verify_env_fresh_process_s"] = got[0]
+    return out
 
 
 def run(quick: bool = False) -> dict[str, Any]:
@@ -139,6 +193,8 @@ def run(quick: bool = False) -> dict[str, Any]:
     runtime = SandboxRuntime(max_workers=2, step_timeout_s=10.0)
     runtime.info()
     out["zygote_start_s"] = time.perf_counter() - t
+    runtime.pool.wait_full()  # the figures below are the steady state: workers of the full zygote
+    out["full_zygote_ready_s"] = time.perf_counter() - t
     try:
         session = runtime.open(CHEAP_ENV)
         out["isolated_step_us"] = _per_call_us(lambda: session.step("3"), n)

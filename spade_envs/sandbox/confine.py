@@ -16,9 +16,9 @@ Applied in three places:
      ``RLIMIT_CPU`` (``cpu_s`` over the worker's life), ``RLIMIT_FSIZE`` 0,
      ``RLIMIT_NOFILE`` 32, ``RLIMIT_NPROC`` 0, ``RLIMIT_CORE`` 0;
   3. ``PR_SET_NO_NEW_PRIVS``;
-  4. Landlock (:mod:`.landlock`): read-only access beneath the directories of the
-     modules the zygote loaded (the standard library and each imported package), nothing
-     else; TCP and signals outside the worker's own domain denied where the ABI has them;
+  4. Landlock (:mod:`.landlock`, the ruleset built once by the zygote): read-only access
+     beneath the directories of the modules the zygote loaded (the standard library and
+     each imported package) and of :data:`LAZY_PACKAGES`, nothing else; TCP and signals outside the worker's own domain denied where the ABI has them;
   5. a distinct uid per worker when the zygote runs as root (``WORKER_UID_BASE`` + the
      worker's pid, unique among live processes; groups dropped), so no worker can signal
      or inspect another worker, the zygote or the caller by the kernel's permission
@@ -40,6 +40,7 @@ import resource
 import signal
 import sys
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 CLONE_NEWNET = 0x40000000
 CLONE_NEWUSER = 0x10000000
@@ -95,13 +96,77 @@ def set_parent_death_signal() -> None:
     _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
-def module_read_paths() -> list[str]:
+#: top-level packages a quick zygote's workers may import later, dependencies included:
+#: jsonschema (tool specs) and those of the lazily built module copies
+#: (:class:`.prelude.LazySandboxModule`: numpy, math_verify); the full zygote's view
+#: holds them anyway. A test checks the list against a real import.
+JSONSCHEMA_PACKAGES = (
+    "jsonschema", "jsonschema_specifications", "referencing", "rpds", "attr", "attrs", "idna", "typing_extensions",
+)
+LAZY_PACKAGES = JSONSCHEMA_PACKAGES + ("numpy", "math_verify", "latex2sympy2_extended", "sympy", "mpmath", "antlr4")
+#: standard-library modules jsonschema needs, loaded by a quick zygote (a worker's uid may
+#: not reach the standard library; see :func:`readable_by_workers`)
+LAZY_STDLIB = ("uuid", "zipfile", "pprint", "unicodedata", "binascii", "importlib.resources", "importlib.readers")
+#: compiled modules of jsonschema's dependencies, loaded by a quick zygote too: their
+#: shared libraries (``libgcc_s``) lie outside a worker's file view
+LAZY_NATIVE = ("rpds",)
+
+
+def readable_by_workers(paths: Iterable[str]) -> bool:
+    """Whether a worker can read ``paths`` by the file modes: always when it keeps the
+    zygote's uid; with a distinct uid (root zygote), when each path and every directory
+    above it grants read and search to other users."""
+    import stat
+
+    if os.geteuid() != 0:
+        return True
+    for path in paths:
+        node = os.path.realpath(path)
+        while True:
+            try:
+                mode = os.stat(node).st_mode
+            except OSError:
+                return False
+            need = stat.S_IXOTH | (stat.S_IROTH if node == os.path.realpath(path) else 0)
+            if stat.S_ISDIR(mode) and mode & need != need:
+                return False
+            if not stat.S_ISDIR(mode) and not mode & stat.S_IROTH:
+                return False
+            parent = os.path.dirname(node)
+            if parent == node:
+                break
+            node = parent
+    return True
+
+
+def package_paths(names: Iterable[str]) -> list[str]:
+    """Where the top-level packages ``names`` live (found without importing them)."""
+    import importlib.util
+
+    paths = []
+    for name in names:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is None:
+            continue
+        if spec.submodule_search_locations:
+            paths.extend(os.path.realpath(p) for p in spec.submodule_search_locations)
+        elif spec.origin and os.path.isfile(spec.origin):
+            paths.append(os.path.realpath(spec.origin))
+    return paths
+
+
+def module_read_paths(lazy: Iterable[str] = ()) -> list[str]:
     """What a worker may read: the standard library and the directory (or single file)
-    of every top-level package currently imported — never a whole ``sys.path`` entry,
-    which for an editable install is a repository checkout."""
+    of every top-level package currently imported, or named in ``lazy`` (found without
+    importing it) — never a whole ``sys.path`` entry, which for an editable install is
+    a repository checkout."""
     import sysconfig
 
     paths = {os.path.realpath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib")}
+    paths.update(package_paths(lazy))
     entries = sorted({os.path.realpath(p) for p in sys.path if p and os.path.isdir(p)}, key=len, reverse=True)
     for module in list(sys.modules.values()):
         file = getattr(module, "__file__", None)
@@ -181,11 +246,17 @@ def _distinct_uid() -> str:
     return f"uid {uid}"
 
 
-def jail_worker(memory_mb: int, cpu_s: int, read_paths: Iterable[str], keep_fds: Iterable[int]) -> tuple[list[int], dict]:
+def jail_worker(memory_mb: int, cpu_s: int, read_paths: Iterable[str], keep_fds: Iterable[int],
+                ruleset: Any = None) -> tuple[list[int], dict]:
     """Confine this (freshly forked) worker. Returns the new numbers of ``keep_fds`` and
-    the layer report ``{layer: "applied..." | "refused: ERRNO ..."}``."""
+    the layer report ``{layer: "applied..." | "refused: ERRNO ..."}``. ``ruleset``: the
+    zygote's :class:`.landlock.Ruleset` for ``read_paths`` (else one is built here), or
+    the :class:`OSError` the kernel answered when the zygote tried to build it."""
     layers: dict[str, str] = {"environment": "allow-list", "network": _network_mode}
-    fds = _close_fds(keep_fds)
+    keep = list(keep_fds)
+    prebuilt = ruleset is not None and not isinstance(ruleset, OSError)
+    fds = _close_fds(keep + [ruleset.fd] if prebuilt else keep)
+    ruleset_fd = fds.pop() if prebuilt else None
     layers["descriptors"] = "pipes only"
     layers["rlimits"] = _rlimits(memory_mb, cpu_s)
     libc = _libc()
@@ -194,11 +265,15 @@ def jail_worker(memory_mb: int, cpu_s: int, read_paths: Iterable[str], keep_fds:
     try:
         from . import landlock
 
-        got = landlock.restrict(read_paths)
+        if isinstance(ruleset, OSError):
+            raise ruleset
+        got = ruleset.apply(ruleset_fd) if prebuilt else landlock.restrict(read_paths)
         extra = ", signals scoped" if got["signals_scoped"] else ""
         layers["landlock"] = f"applied (ABI {got['abi']}, read-only beneath {len(list(read_paths))} paths{extra})"
     except OSError as exc:
         layers["landlock"] = f"refused: {exc}"
+    if ruleset_fd is not None:
+        os.close(ruleset_fd)
     layers["uid"] = _distinct_uid()
     set_parent_death_signal()  # changing credentials cleared it
     if os.getppid() == 1:  # the zygote is already gone

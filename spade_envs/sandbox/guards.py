@@ -35,7 +35,7 @@ import string
 import types
 from typing import Any
 
-from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence, safe_builtins
+from RestrictedPython.Guards import safe_builtins
 from RestrictedPython.PrintCollector import PrintCollector
 
 from .policy import ALLOWED_DUNDER_DEFS
@@ -72,6 +72,12 @@ _GEN_PUBLIC = frozenset({"send", "throw", "close"})
 MODULE_TYPES: set[type] = set()
 _SPECIAL = DENIED_ATTRS | {"format", "format_map"}
 _OPAQUE_SET = frozenset(_OPAQUE_TYPES + _GEN_TYPES)
+#: public names :func:`guarded_getattr` treats specially, on some objects or all: every
+#: other public name it passes to ``getattr`` whatever the object (on an opaque object
+#: such a name does not exist), so the policy compiles ``a.b`` for those as plain reads
+GUARDED_PUBLIC_NAMES = _SPECIAL | frozenset(
+    name for cls in _OPAQUE_SET for name in dir(cls) if not name.startswith("_")
+)
 WRITABLE_CONTAINERS: set[type] = {
     list, dict, set, bytearray, collections.deque, collections.OrderedDict, collections.defaultdict, collections.Counter
 }
@@ -97,8 +103,11 @@ def guarded_getattr(obj: Any, name: str, *default: Any) -> Any:
     """``getattr`` for sandboxed code (also the ``getattr`` builtin it sees)."""
     if type(name) is not str:
         raise TypeError("attribute name must be a string")
-    if name[:1] != "_" and name not in _SPECIAL and type(obj) not in _OPAQUE_SET:
-        return getattr(obj, name, *default)  # the common case: a public attribute
+    if name[:1] != "_":
+        if name not in _SPECIAL and type(obj) not in _OPAQUE_SET:
+            return getattr(obj, name, *default)  # the common case: a public attribute
+    elif name[1:2] != "_" and type(obj) in OWN_CLASSES:
+        return getattr(obj, name, *default)  # the next most common: self._private
     if name[:1] == "_":
         if name in _ANY_DUNDERS:
             pass
@@ -430,6 +439,18 @@ def safe_builtins_dict() -> dict[str, Any]:
     return b
 
 
+def plain_unpack(it: Any, spec: Any, _getiter_: Any) -> Any:
+    """``a, b = it``: RestrictedPython's ``guarded_unpack_sequence`` runs every level of
+    the target through ``_getiter_``, which here is the plain ``iter``: unpacking ``it``
+    itself is the same (and stops at the first surplus item instead of reading all)."""
+    return it
+
+
+def plain_iter_unpack(it: Any, spec: Any, _getiter_: Any) -> Any:
+    """``for a, b in it``: the same for loop targets (see :func:`plain_unpack`)."""
+    return it
+
+
 def guard_globals() -> dict[str, Any]:
     """The helper names RestrictedPython's rewritten code calls."""
     return {
@@ -437,8 +458,8 @@ def guard_globals() -> dict[str, Any]:
         "_write_": guarded_write,
         "_getitem_": _op.getitem,
         "_getiter_": iter,
-        "_iter_unpack_sequence_": guarded_iter_unpack_sequence,
-        "_unpack_sequence_": guarded_unpack_sequence,
+        "_iter_unpack_sequence_": plain_iter_unpack,
+        "_unpack_sequence_": plain_unpack,
         "_inplacevar_": guarded_inplacevar,
         "_apply_": lambda f, *a, **k: f(*a, **k),
         "_print_": PrintCollector,

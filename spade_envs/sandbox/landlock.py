@@ -1,6 +1,6 @@
 """Landlock: a read-only view of the few directories a worker needs (kernel >= 5.13).
 
-:func:`restrict` builds a Landlock ruleset that handles every file-system right the
+:func:`build` makes a Landlock ruleset (once, in the zygote) that handles every file-system right the
 kernel knows (so anything not granted is denied: writing, creating, removing, renaming,
 linking, truncating, ioctl on devices, executing) and grants only ``READ_FILE`` and
 ``READ_DIR`` beneath the given paths. From ABI 4 it also handles TCP bind/connect with
@@ -9,7 +9,8 @@ cannot signal or connect to any process outside its own Landlock domain (each wo
 creates its own). The kernel interface is three system calls, reached through libc's
 ``syscall``; the numbers are those of the generic syscall table (x86-64 and arm64).
 
-The restriction is irreversible and inherited; it needs ``PR_SET_NO_NEW_PRIVS`` (set by
+:meth:`Ruleset.apply` (each worker) and :func:`restrict` (both at once) confine the
+calling process. The restriction is irreversible and inherited; it needs ``PR_SET_NO_NEW_PRIVS`` (set by
 the caller) or ``CAP_SYS_ADMIN``.
 """
 
@@ -59,11 +60,33 @@ def abi_version() -> int:
     return max(0, int(version))
 
 
-def restrict(read_paths: Iterable[str]) -> dict:
-    """Confine this process (and its future children) to reading ``read_paths``.
+class Ruleset:
+    """A built ruleset (its descriptor) and what it covers: :func:`build` makes one once
+    (the zygote), :meth:`apply` confines the calling process with it (each worker)."""
 
-    Returns ``{"abi": n, "signals_scoped": bool, "tcp_denied": bool}``; raises
-    :class:`LandlockError` with the errno when the kernel refuses."""
+    def __init__(self, fd: int, abi: int, paths: int) -> None:
+        self.fd, self.abi, self.paths = fd, abi, paths
+
+    def apply(self, fd: int | None = None) -> dict:
+        """``landlock_restrict_self`` with this ruleset (``fd``: its descriptor's number
+        in this process, when it was moved). Returns what :func:`restrict` returns."""
+        libc = _libc()
+        libc.syscall.restype = ctypes.c_long
+        if libc.syscall(_SYS_RESTRICT_SELF, ctypes.c_int(self.fd if fd is None else fd), ctypes.c_uint32(0)) != 0:
+            err = ctypes.get_errno()
+            raise LandlockError(err, f"landlock_restrict_self: {os.strerror(err)}")
+        return {"abi": self.abi, "signals_scoped": self.abi >= 6, "tcp_denied": self.abi >= 4}
+
+    def close(self) -> None:
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+
+
+def build(read_paths: Iterable[str]) -> Ruleset:
+    """A ruleset granting ``READ_FILE``/``READ_DIR`` beneath ``read_paths`` and denying
+    every other right the kernel handles; raises :class:`LandlockError` when refused."""
     libc = _libc()
     libc.syscall.restype = ctypes.c_long
     abi = abi_version()
@@ -78,8 +101,10 @@ def restrict(read_paths: Iterable[str]) -> dict:
     if ruleset < 0:
         err = ctypes.get_errno()
         raise LandlockError(err, f"landlock_create_ruleset: {os.strerror(err)}")
+    count = 0
     try:
         for path in read_paths:
+            count += 1
             try:
                 fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             except OSError:
@@ -93,9 +118,19 @@ def restrict(read_paths: Iterable[str]) -> dict:
                     raise LandlockError(err, f"landlock_add_rule({path}): {os.strerror(err)}")
             finally:
                 os.close(fd)
-        if libc.syscall(_SYS_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
-            err = ctypes.get_errno()
-            raise LandlockError(err, f"landlock_restrict_self: {os.strerror(err)}")
-    finally:
+    except BaseException:
         os.close(ruleset)
-    return {"abi": abi, "signals_scoped": abi >= 6, "tcp_denied": abi >= 4}
+        raise
+    return Ruleset(ruleset, abi, count)
+
+
+def restrict(read_paths: Iterable[str]) -> dict:
+    """Confine this process (and its future children) to reading ``read_paths``.
+
+    Returns ``{"abi": n, "signals_scoped": bool, "tcp_denied": bool}``; raises
+    :class:`LandlockError` with the errno when the kernel refuses."""
+    ruleset = build(read_paths)
+    try:
+        return ruleset.apply()
+    finally:
+        ruleset.close()

@@ -53,6 +53,13 @@ ALLOWED_DUNDER_READS = ALLOWED_DUNDER_DEFS | {"__name__", "__qualname__", "__doc
 _RESERVED = re.compile(r"^(_[a-z_]*_|_tmp\d+|_print|__.*)$")
 
 
+@lru_cache(maxsize=1)
+def _guarded_public_names() -> frozenset[str]:
+    from .guards import GUARDED_PUBLIC_NAMES  # guards imports this module
+
+    return GUARDED_PUBLIC_NAMES
+
+
 class SpadePolicy(RestrictingNodeTransformer):
     """RestrictedPython transformer with the practical policy described in the module doc."""
 
@@ -98,6 +105,8 @@ class SpadePolicy(RestrictingNodeTransformer):
                 self.error(node, f'dunder attribute "{attr}" cannot be accessed in the sandbox')
         if isinstance(node.ctx, ast.Load):
             node = self.node_contents_visit(node)
+            if attr[:1] != "_" and attr not in _guarded_public_names():
+                return node  # guarded_getattr would do exactly this read (see guards.GUARDED_PUBLIC_NAMES)
             new = ast.Call(func=ast.Name("_getattr_", ast.Load()), args=[node.value, ast.Constant(attr)], keywords=[])
             ast.copy_location(new, node)
             return new

@@ -1,10 +1,9 @@
-"""Worker lifecycle on the caller's side: the zygote, worker handles, deadlines.
+"""Worker lifecycle on the caller's side: the zygotes, worker handles, deadlines.
 
-:class:`WorkerPool` starts one zygote (:func:`.worker.zygote_main`) lazily, with a clean
-environment (:func:`.confine.clean_environment`), and asks it for a fresh worker per
+:class:`WorkerPool` starts its zygotes (:mod:`.zygote`) lazily — a quick one first, a
+full one in the background that takes over — and asks them for a fresh worker per
 session (a fork each, milliseconds): **one program per worker process**, never shared
-between sessions or clients. A worker is known by its pid and a pidfd, so killing it
-can never hit a recycled pid.
+between sessions or clients.
 
 :meth:`WorkerPool.exchange` sends one request frame to each of several workers and
 collects the reply frames (one per call) with ``poll``. Every call has ``deadline_s``
@@ -21,21 +20,17 @@ from __future__ import annotations
 import json
 import os
 import select
-import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from ..errors import EnvExecutionError
-from . import confine
-from .protocol import FrameReader, ProtocolError, decode_reply, pack, write_all
+from .protocol import ProtocolError, decode_reply, pack, write_all
+from .zygote import Worker, Zygote, _static_layer_on, needs_full
+
+__all__ = ["Lost", "Worker", "WorkerPool", "Zygote", "needs_full"]
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False)
-_HELLO_TIMEOUT_S = 10.0
 
 
 @dataclass
@@ -47,130 +42,6 @@ class Lost:
     kind: str
     culprit: int
     detail: str
-
-
-@dataclass(eq=False)
-class Worker:
-    pid: int
-    pidfd: int
-    req_w: int
-    rep_r: int
-    layers: dict = field(default_factory=dict)
-    reader: FrameReader = field(default_factory=FrameReader)
-    alive: bool = True
-
-    def kill(self) -> None:
-        if not self.alive:
-            return
-        self.alive = False
-        if self.pidfd >= 0:
-            try:
-                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
-            except OSError:  # already gone
-                pass
-        for fd in (self.req_w, self.rep_r, self.pidfd):
-            if fd >= 0:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-
-
-def _package_parent() -> str:
-    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-class Zygote:
-    """The pre-loaded process workers are forked from."""
-
-    def __init__(self, memory_mb: int, cpu_s: int, startup_timeout_s: float = 120.0) -> None:
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        env = confine.clean_environment(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_parent(), env.get("PYTHONPATH")) if p)
-        code = "import sys; from spade_envs.sandbox.worker import zygote_main; zygote_main(*map(int, sys.argv[1:]))"
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", code, str(theirs.fileno()), str(memory_mb), str(cpu_s)],
-            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            start_new_session=True, env=env, cwd="/",
-        )
-        theirs.close()
-        self.sock = ours
-        ours.settimeout(startup_timeout_s)
-        line = b""
-        try:
-            while not line.endswith(b"\n"):
-                chunk = ours.recv(1 << 16)
-                if not chunk:
-                    raise EnvExecutionError("the sandbox zygote exited during start-up", kind="crash")
-                line += chunk
-        except socket.timeout:
-            self.close()
-            raise EnvExecutionError("the sandbox zygote did not start in time", kind="timeout") from None
-        self.info: dict[str, Any] = json.loads(line)
-        ours.settimeout(10.0)
-
-    def spawn(self) -> Worker:
-        """Fork a worker and wait for its hello (it is jailed once it has said hello)."""
-        req_r, req_w = os.pipe()
-        rep_r, rep_w = os.pipe()
-        try:
-            socket.send_fds(self.sock, [b"S"], [req_r, rep_w])
-            msg, fds, _flags, _addr = socket.recv_fds(self.sock, 8, 1)
-            if len(msg) != 8:
-                raise OSError("zygote closed its socket")
-        except BaseException:
-            for fd in (req_w, rep_r):
-                os.close(fd)
-            raise
-        finally:
-            for fd in (req_r, rep_w):
-                os.close(fd)
-        worker = Worker(int.from_bytes(msg, "little"), fds[0] if fds else -1, req_w, rep_r)
-        os.set_blocking(rep_r, False)
-        hello = _read_hello(worker)
-        if hello is None:
-            worker.kill()
-            raise OSError("the new sandbox worker did not start")
-        worker.layers = hello.get("layers") or {}
-        return worker
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def close(self) -> None:
-        try:
-            self.sock.close()
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-            self.proc.wait()
-
-
-def _read_hello(worker: Worker) -> dict | None:
-    poller = select.poll()
-    poller.register(worker.rep_r, select.POLLIN)
-    end = time.monotonic() + _HELLO_TIMEOUT_S
-    while time.monotonic() < end:
-        if not poller.poll(max(0.0, end - time.monotonic()) * 1000.0):
-            break
-        try:
-            data = os.read(worker.rep_r, 1 << 16)
-        except BlockingIOError:
-            continue
-        if not data:
-            return None
-        worker.reader.feed(data)
-        try:
-            frame = worker.reader.pop()
-        except ProtocolError:
-            return None
-        if frame is not None:
-            try:
-                hello = json.loads(frame)
-            except ValueError:
-                return None
-            return hello if isinstance(hello, dict) else None
-    return None
 
 
 def _has_data(fd: int) -> bool:
@@ -191,6 +62,9 @@ class WorkerPool:
         self.workers: set[Worker] = set()
         self.lock = threading.RLock()
         self._zygote: Zygote | None = None
+        self._retired: list[Zygote] = []  # quick zygotes whose workers may still run
+        self._loading: Zygote | None = None
+        self._loaded = threading.Event()
         self.owner_pid = os.getpid()
         self.layers: dict[str, str] = {}
 
@@ -202,18 +76,78 @@ class WorkerPool:
             self.lock = threading.RLock()
             self.workers = set()
             self._zygote = None
+            self._retired = []
+            self._loading = None
 
     @property
     def zygote(self) -> Zygote:
-        if self._zygote is None or not self._zygote.alive():
-            if self._zygote is not None:
-                self._zygote.close()
-            self._zygote = Zygote(self.memory_mb, self.cpu_s)
-        return self._zygote
+        """The zygote new workers come from. With the static layer on, a quick one first
+        (ready in a fraction of the time), and a full one started in the background at
+        once, which takes over when it is ready; with it off, a full one."""
+        with self.lock:
+            if self._zygote is None or not self._zygote.alive():
+                if self._zygote is not None:
+                    self._zygote.close()
+                self._zygote = None
+                if _static_layer_on():
+                    self._zygote = Zygote(self.memory_mb, self.cpu_s, full=False)
+                    self._start_full()
+                else:  # programs may import anything the jail lets them: all pre-loaded
+                    self._zygote = Zygote(self.memory_mb, self.cpu_s, full=True)
+            return self._zygote
 
-    def spawn(self) -> Worker:
-        """A fresh, jailed worker (restarts the zygote once if it is gone)."""
+    def _start_full(self) -> None:
+        if self._loading is not None:
+            return
+        try:
+            full = Zygote(self.memory_mb, self.cpu_s, full=True, wait=False)
+        except OSError:  # the quick zygote keeps serving
+            return
+        self._loading = full
+        self._loaded = threading.Event()
+        threading.Thread(target=self._adopt, args=(full, self._loaded, self.owner_pid), name="spade-zygote",
+                         daemon=True).start()
+
+    def _adopt(self, full: Zygote, loaded: threading.Event, owner: int) -> None:
+        try:
+            full.wait_ready()
+            ok = True
+        except EnvExecutionError:
+            full.close()
+            ok = False
+        try:
+            with self.lock:
+                if self.owner_pid != owner or self._loading is not full:  # closed meanwhile
+                    if ok:
+                        full.close()
+                    return
+                self._loading = None
+                if ok:
+                    if self._zygote is not None:
+                        self._retired.append(self._zygote)  # closing it would end its workers
+                    self._zygote = full
+        finally:
+            loaded.set()
+
+    def wait_full(self, timeout_s: float = 120.0) -> bool:
+        """Wait (without the lock) until new workers come from a full zygote; False when
+        none could be started (the quick one goes on serving)."""
+        self.zygote  # noqa: B018 - starts them
+        with self.lock:
+            if self._zygote is not None and self._zygote.full:
+                return True
+            loaded = self._loaded if self._loading is not None else None
+        if loaded is not None:
+            loaded.wait(timeout_s)
+        with self.lock:
+            return self._zygote is not None and self._zygote.full
+
+    def spawn(self, full: bool = False) -> Worker:
+        """A fresh, jailed worker (restarts the zygote once if it is gone); with
+        ``full``, from a full zygote (waiting for it to load)."""
         self.check_owner()
+        if full:
+            self.wait_full()
         with self.lock:
             try:
                 worker = self.zygote.spawn()
@@ -305,6 +239,8 @@ class WorkerPool:
             for worker in self.workers:
                 worker.kill()
             self.workers = set()
-            if self._zygote is not None:
-                self._zygote.close()
-                self._zygote = None
+            for zygote in [self._zygote, self._loading, *self._retired]:
+                if zygote is not None:
+                    zygote.close()
+            self._zygote = self._loading = None
+            self._retired = []

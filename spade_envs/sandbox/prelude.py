@@ -58,7 +58,67 @@ class SandboxModule:
         return f"<sandboxed module {self.__dict__['__name__']!r}>"
 
 
-guards.MODULE_TYPES.add(SandboxModule)
+class LazySandboxModule(SandboxModule):
+    """A module copy built on first use of a public attribute (``numpy``,
+    ``math_verify``: imports a quick zygote leaves to the workers that need them).
+    :func:`load_heavy` builds every pending one (the full zygote does, before forking)."""
+
+    def __init__(self, name: str) -> None:
+        self.__dict__["__name__"] = name
+
+    def __getattr__(self, name: str) -> Any:
+        if name[:1] == "_" or not _load(self):
+            raise AttributeError(f"sandboxed module {self.__dict__['__name__']!r} has no attribute {name!r}")
+        try:
+            return self.__dict__[name]
+        except KeyError:
+            raise AttributeError(f"sandboxed module {self.__dict__['__name__']!r} has no attribute {name!r}") from None
+
+    def __repr__(self) -> str:
+        return f"<sandboxed module {self.__dict__['__name__']!r}>"
+
+
+#: the lazy copies of this process and their pending builders (by ``id`` of the copy)
+_LAZY: list[LazySandboxModule] = []
+_PENDING: dict[int, Any] = {}
+
+
+def _load(module: LazySandboxModule) -> bool:
+    """Build a lazy copy now; False when it had nothing (more) to build."""
+    build = _PENDING.pop(id(module), None)
+    if build is None:
+        return False
+    try:
+        built = build()
+    except BaseException:
+        _PENDING[id(module)] = build  # try again on the next use
+        raise
+    if built is not None:
+        module.__dict__.update({k: v for k, v in built.__dict__.items() if k != "__name__"})
+    return True
+
+
+def _lazy(name: str, build: Any) -> LazySandboxModule:
+    module = LazySandboxModule(name)
+    _LAZY.append(module)
+    _PENDING[id(module)] = build
+    return module
+
+
+def load_heavy() -> None:
+    """Import numpy (with the submodules programs use) and math_verify, and build every
+    pending lazy copy (the full zygote, before it forks; with the static layer off too,
+    where programs use the real modules)."""
+    for name in ("numpy", *(f"numpy.{s}" for s in vetted.NUMPY_SUBMODULES), "math_verify"):
+        try:
+            importlib.import_module(name)
+        except ImportError:  # pragma: no cover - dependencies of the package
+            pass
+    for module in list(_LAZY):
+        _load(module)
+
+
+guards.MODULE_TYPES.update({SandboxModule, LazySandboxModule})
 
 
 def _copy_module(name: str, module: Any, names: str, extra: dict[str, Any] | None = None) -> SandboxModule:
@@ -182,12 +242,10 @@ def build_modules() -> dict[str, SandboxModule]:
     """The copies of every importable module (built once per worker)."""
     out: dict[str, SandboxModule] = {}
     for name in sorted(IMPORTABLE):
-        if name == "math_verify":
-            out[name] = _math_verify_module()
+        if name == "math_verify":  # heavy imports: built on first use (see LazySandboxModule)
+            out[name] = _lazy(name, _math_verify_module)
         elif name == "numpy":
-            np_mod = _numpy_module()
-            if np_mod is not None:
-                out[name] = np_mod
+            out[name] = _lazy(name, _numpy_module)
         elif name == "enum":
             out[name] = _enum_module()
         elif name in ALIAS_MODULES:
@@ -250,8 +308,7 @@ def build_base_namespace() -> dict[str, Any]:
         ns[name] = modules[name]
     for name, (mod, attr) in PRELUDE_NAMES.items():
         ns[name] = getattr(modules[mod], attr)
-    if "numpy" in modules:
-        ns["np"] = ns["numpy"] = modules["numpy"]
+    ns["np"] = ns["numpy"] = modules["numpy"]
     ns["ToolUseBaseEnv"] = ToolUseBaseEnv
     return ns
 

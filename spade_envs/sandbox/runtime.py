@@ -36,7 +36,7 @@ from ..parameters import resolve_kwargs
 from ..program import inspect_program
 from ..runtime import EnvRuntime, EnvSession
 from .confine import refused_layers
-from .pool import Worker, WorkerPool
+from .pool import Worker, WorkerPool, needs_full
 
 _ids = itertools.count(1)
 _KINDS = frozenset("error timeout crash memory recursion security output closed".split())
@@ -71,6 +71,7 @@ class SandboxSession(EnvSession):
     def __init__(self, runtime: SandboxRuntime, source: str, class_name: str, kwargs: dict, filename: str) -> None:
         self._runtime = runtime
         self._spec = (source, class_name, kwargs, filename)
+        self._full = needs_full(source)  # numpy/math_verify: a worker of the full zygote
         self.tools: list[dict[str, Any]] = []
         self.worker: Worker | None = None
         self.sid = 0
@@ -81,7 +82,7 @@ class SandboxSession(EnvSession):
     # -- plumbing --------------------------------------------------------------------
     def _attach(self) -> None:
         source, class_name, kwargs, filename = self._spec
-        self.worker = self._runtime.pool.spawn()
+        self.worker = self._runtime.pool.spawn(full=self._full)
         _warn_refused(self.worker.layers)
         self._owner = os.getpid()
         self.sid = next(_ids)

@@ -1,9 +1,11 @@
 """Sandbox worker processes: the zygote and the per-worker main loop.
 
-The **zygote** is started once per :class:`~.pool.WorkerPool` (one interpreter start-up)
-with a clean environment, pre-imports everything programs need (RestrictedPython, the
-module copies, numpy, math_verify warmed up), computes the read-only file view of its
-workers (:func:`.confine.module_read_paths`), moves into a private network namespace
+A **zygote** is started by a :class:`~.pool.WorkerPool` (one interpreter start-up, with
+``python -S`` and a clean environment), pre-imports what programs need (RestrictedPython,
+the module copies; a *full* zygote also numpy and math_verify, warmed up; a *quick* one
+leaves those to the full one, see :func:`zygote_main`), computes the read-only file view
+of its workers (:func:`.confine.module_read_paths`) and builds their Landlock ruleset
+once, moves into a private network namespace
 and then forks a worker for every ``spawn`` request received on its control socket
 together with the worker's two pipes (request, reply). It answers each request with
 the worker's pid and a pidfd for it, so the caller can kill exactly that process.
@@ -142,9 +144,10 @@ def _output_error(msg: str) -> BaseException:
 _FLUSH_S = 0.001
 
 
-def worker_main(req_fd: int, rep_fd: int, memory_mb: int, cpu_s: int, loader: Any, read_paths: list[str]) -> None:
+def worker_main(req_fd: int, rep_fd: int, memory_mb: int, cpu_s: int, loader: Any, read_paths: list[str],
+                ruleset: Any = None) -> None:
     """Jail this process, say hello, serve frames until the request pipe closes."""
-    (req_fd, rep_fd), layers = confine.jail_worker(memory_mb, cpu_s, read_paths, (req_fd, rep_fd))
+    (req_fd, rep_fd), layers = confine.jail_worker(memory_mb, cpu_s, read_paths, (req_fd, rep_fd), ruleset)
     state = WorkerState(loader)
     write_all(rep_fd, pack(json.dumps({"pid": os.getpid(), "uid": os.getuid(), "layers": layers}).encode()))
     while True:
@@ -178,16 +181,17 @@ def worker_main(req_fd: int, rep_fd: int, memory_mb: int, cpu_s: int, loader: An
             write_all(rep_fd, b"".join(pending))
 
 
-def _warm_up(loader: Any) -> None:
-    """Run a tiny program once so lazy imports and caches are paid in the zygote."""
+def _warm_up(loader: Any, full: bool) -> None:
+    """Run a tiny program once so lazy imports and caches are paid in the zygote (with
+    ``full``, math_verify's and numpy's too)."""
     source = (
-        "from math_verify import parse, verify\n"
-        "class WarmEnv:\n"
+        ("from math_verify import parse, verify\n" if full else "")
+        + "class WarmEnv:\n"
         "    def __init__(self):\n        self._n = 0\n        self.reset()\n"
         "    def reset(self, seed=None):\n        self._n = 0\n        return f'{self._n}', {}\n"
         "    def step(self, action):\n        self._n += 1\n"
-        "        ok = verify(parse('$1/2$'), parse('$0.5$'))\n"
-        "        return 'x', float(ok), True, False, {}\n"
+        + ("        ok = verify(parse('$1/2$'), parse('$0.5$')) and np.arange(3).sum() == 3\n" if full else "        ok = True\n")
+        + "        return 'x', float(ok), True, False, {}\n"
         "    def solution(self):\n        return '1'\n"
     )
     session = loader.open(source, "WarmEnv")
@@ -209,10 +213,49 @@ def _preload_jail() -> None:
         pass
 
 
-def zygote_main(control_fd: int, memory_mb: int, cpu_s: int) -> None:
-    """Pre-load, isolate the network, then fork a worker per request on the control socket."""
+def _landlock_ruleset(read_paths: list[str]) -> Any:
+    """The Landlock ruleset of every worker, built once here (each worker only applies
+    it), or the kernel's refusal (reported by each worker)."""
+    from . import landlock
+
+    try:
+        return landlock.build(read_paths)
+    except OSError as exc:
+        return exc
+
+
+def _prepare_lazy(read_paths: list[str]) -> None:
+    """What a quick zygote's workers need to import jsonschema later (tool programs):
+    its standard-library dependencies loaded here; jsonschema itself too when a worker
+    could not read its package (see :func:`.confine.readable_by_workers`)."""
+    import importlib
+    import sysconfig
+
+    sysconfig.get_config_vars()
+    for name in confine.LAZY_STDLIB + confine.LAZY_NATIVE:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # pragma: no cover - then jsonschema is loaded below
+            pass
+    where = confine.package_paths(confine.JSONSCHEMA_PACKAGES)
+    if not where or not confine.readable_by_workers(where):
+        from ..tools import _jsonschema
+
+        _jsonschema()
+        read_paths[:] = confine.module_read_paths(confine.LAZY_PACKAGES)
+
+
+def zygote_main(control_fd: int, memory_mb: int, cpu_s: int, full: int = 1) -> None:
+    """Pre-load, isolate the network, then fork a worker per request on the control socket.
+
+    A *quick* zygote (``full=0``) leaves the heavy imports (numpy, math_verify) to the
+    workers that use them: its read view already holds their packages
+    (:data:`.confine.LAZY_PACKAGES`). A *full* one imports them before it forks (started
+    in the background by the pool, at a lower priority while it loads, it takes over
+    from the quick one when ready)."""
     import gc
 
+    from . import prelude
     from .restricted import RestrictedLoader
 
     confine.set_parent_death_signal()
@@ -220,20 +263,37 @@ def zygote_main(control_fd: int, memory_mb: int, cpu_s: int) -> None:
     os.environ.clear()
     os.environ.update(env)
     sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
+    priority = _lower_priority() if full else None
     loader = RestrictedLoader()
+    if full:
+        from ..tools import _jsonschema
+
+        prelude.load_heavy()
+        _jsonschema()
     try:
-        _warm_up(loader)
+        _warm_up(loader, bool(full))
     except Exception:  # pragma: no cover - a broken warm-up must not stop the zygote
         pass
     _preload_jail()
-    read_paths = confine.module_read_paths()
+    read_paths = confine.module_read_paths(confine.LAZY_PACKAGES)
+    if not full:
+        _prepare_lazy(read_paths)
+    if priority is not None:
+        try:
+            os.setpriority(os.PRIO_PROCESS, 0, priority)
+        except OSError:  # pragma: no cover - only lowered when it can be restored
+            pass
+    ruleset = _landlock_ruleset(read_paths)
     sock = socket.socket(fileno=control_fd)
     mode = confine.isolate_network()
     confine.set_parent_death_signal()  # credentials may have changed: the setting was cleared
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped automatically
     gc.collect()
     gc.freeze()
-    sock.sendall(json.dumps({"network": mode, "uid": os.getuid(), "read_paths": read_paths}).encode() + b"\n")
+    try:
+        sock.sendall(json.dumps({"network": mode, "uid": os.getuid(), "read_paths": read_paths}).encode() + b"\n")
+    except OSError:  # the caller is gone (or closed the pool) while this zygote loaded
+        os._exit(0)
     while True:
         try:
             msg, fds, _flags, _addr = socket.recv_fds(sock, 16, 2)
@@ -249,7 +309,7 @@ def zygote_main(control_fd: int, memory_mb: int, cpu_s: int) -> None:
         if pid == 0:
             try:
                 sock.close()
-                worker_main(fds[0], fds[1], memory_mb, cpu_s, loader, read_paths)
+                worker_main(fds[0], fds[1], memory_mb, cpu_s, loader, read_paths, ruleset)
             finally:
                 os._exit(1)
         for fd in fds:
@@ -263,5 +323,14 @@ def zygote_main(control_fd: int, memory_mb: int, cpu_s: int) -> None:
             os.close(fd)
 
 
-if __name__ == "__main__":  # pragma: no cover - started by pool.py
-    zygote_main(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))
+def _lower_priority() -> int | None:
+    """Load at a lower priority (the caller's first environment runs meanwhile); only
+    where the old one can be restored (root), so workers never run reniced."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        old = os.getpriority(os.PRIO_PROCESS, 0)
+        os.setpriority(os.PRIO_PROCESS, 0, min(19, old + 10))
+    except OSError:
+        return None
+    return old

@@ -121,6 +121,7 @@ class SelfPlayConfig:
     include_seeds: bool = True  #: start the replay buffer with the train split of the seed suite
     seed_levels: str = "default"  #: seeds at their defaults, at the "easiest" difficulty level, or every "ladder" level
     seed_games: bool = True  #: include the multi-agent seed games (vs their built-in opponent) in the replay buffer
+    seed_skills: list[str] | None = None  #: only seeds (and params-mode parents) of these skills (None: every skill)
 
     # -- logging ------------------------------------------------------------------------------
     tensorboard: bool = True  #: write TensorBoard logs when tensorboard is installed
@@ -159,6 +160,8 @@ class SelfPlayConfig:
             raise SelfPlayConfigError(f"designer must be 'policy' or 'scripted:NAME', got {self.designer!r}")
         if self.prefix_sliding is not None and (len(self.prefix_sliding) != 2 or int(self.prefix_sliding[1]) < 1):
             raise SelfPlayConfigError("prefix_sliding must be [P, W] with W >= 1")
+        if self.seed_skills is not None and not self.seed_skills:
+            raise SelfPlayConfigError("seed_skills must be null (every skill) or a non-empty list")
         if not self.skills or not self.modes:
             raise SelfPlayConfigError("skills and modes must not be empty")
 
@@ -243,10 +246,17 @@ PRESETS: dict[str, dict[str, Any]] = {
     # the packaged SmolLM2-135M on 2 CPU cores (the main job): seeds at their easiest
     # level so the agent wins some plays, mostly params-mode design (a 135M model cannot
     # write a program that passes acceptance, but it can pick a variant)
+    # (checkpointing and micro-batches of 4 keep a step's peak memory in a few GiB: a CPU
+    # attention step otherwise keeps every layer's attention weights for the backward pass)
     "cpu-smol": dict(model="default", learning_rate=5e-5, rounds=2, agent_max_new_tokens=48, max_turns=2,
-                     designer_max_new_tokens=256, envs_per_round=4, agent_group_size=4, hint_plays=2,
-                     designer_prompts=3, designer_group_size=2, params_share=0.67, seed_levels="easiest",
-                     seed_games=False, micro_batch_size=8, max_context=1536, model_hints=False, reward_mode="blend"),
+                     designer_max_new_tokens=192, envs_per_round=4, agent_group_size=4, hint_plays=2,
+                     designer_prompts=4, designer_group_size=2, params_share=0.75, seed_levels="easiest",
+                     seed_games=False, micro_batch_size=4, gradient_checkpointing=True, max_context=1536,
+                     designer_prompt_tokens=1024, model_hints=False, reward_mode="blend",
+                     # tool-use seeds carry 600-1600 prompt tokens of tool specs: on 2 cores one
+                     # GRPO step over them outlasts the 10-minute main job, so it plays the rest
+                     seed_skills=["mathematical reasoning", "logical deduction", "spatial reasoning",
+                                  "pattern recognition", "optimization", "causal inference", "multi-step game"]),
     "gpu-tiny": dict(use_vllm=True, vllm_mode="colocate", vllm_gpu_memory_utilization=0.2, rounds=3,
                      learning_rate=1e-3, agent_group_size=4, hint_plays=2, envs_per_round=4,
                      agent_max_new_tokens=64, designer_max_new_tokens=256, designer_group_size=4,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from ..agents.api import Backend, Generation
 
@@ -95,6 +95,32 @@ class ScriptedSeedVariants(Backend):
         return out
 
 
+def fit_prompt(build: Callable[[Any, Any], list[dict]], retrieval: Any, doc: Any,
+               count: Callable[[list[dict]], int], budget: int) -> tuple[list[dict], Any]:
+    """The designer prompt ``build(retrieval, doc)`` within ``budget`` tokens
+    (``designer_prompt_tokens``): memory examples go first (good examples one by one, the
+    format example, then the negatives), then the document is cut by halves; the contract
+    is never cut, so a prompt may stay over budget when the contract alone is. Returns the
+    messages and the retrieval they show."""
+    import dataclasses
+
+    messages = build(retrieval, doc)
+    if retrieval is not None:
+        cuts = [dict(positives=retrieval.positives[:k]) for k in range(len(retrieval.positives) - 1, -1, -1)]
+        cuts += [dict(positives=[], format_example=None), dict(positives=[], format_example=None, negatives=[])]
+        for cut in cuts:
+            if count(messages) <= budget:
+                return messages, retrieval
+            retrieval = dataclasses.replace(retrieval, **cut)
+            messages = build(retrieval, doc)
+    words = doc.text.split()
+    while count(messages) > budget and len(words) > 8:
+        words = words[: len(words) // 2]
+        doc = dataclasses.replace(doc, text=" ".join(words))
+        messages = build(retrieval, doc)
+    return messages, retrieval
+
+
 class SelfPlayDesigner:
     """Proposes and validates candidates for one round."""
 
@@ -122,7 +148,17 @@ class SelfPlayDesigner:
         except ImportError:
             return fallback_prompt(mode, skill, doc.text), []
         retrieval = self.memory.retrieve(skill, mode=mode, seed=seed)
-        return build_prompt(mode, skill, doc, retrieval), list(getattr(retrieval, "parent_ids", []) or [])
+        messages, retrieval = fit_prompt(lambda r, d: build_prompt(mode, skill, d, r), retrieval, doc,
+                              self._counter(), int(self.config.designer_prompt_tokens))
+        return messages, list(getattr(retrieval, "parent_ids", []) or [])
+
+    def _counter(self) -> Callable[[list[dict]], int]:
+        tokenizer = getattr(self.backend, "tokenizer", None)
+        if tokenizer is None:  # a backend without a tokenizer: about 4 characters a token
+            return lambda messages: sum(len(m.get("content") or "") for m in messages) // 4
+        from ..agents.chat import encode, render
+
+        return lambda messages: len(encode(tokenizer, render(tokenizer, messages)))
 
     def propose(self, round_no: int, rng: random.Random, pending: list[tuple[str, str]] = (),
                 n_prompts: int | None = None) -> list[Proposal]:

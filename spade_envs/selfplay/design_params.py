@@ -22,11 +22,13 @@ from .splits import is_heldout
 PARAMS_MAX_NEW_TOKENS = 160  #: a variant answer is short JSON, whatever the code-mode budget
 
 
-def train_parents(registry: Any) -> list[str]:
-    """Ids of the parametric parents (seeds and store programs) in the train split."""
+def train_parents(registry: Any, skills: list[str] | None = None) -> list[str]:
+    """Ids of the parametric parents (seeds and store programs) in the train split, of
+    ``skills`` only when given (the run's ``seed_skills``)."""
     from ..designer.params_mode import parametric_parents
 
-    return [str(r.env_id) for r in parametric_parents(registry) if not is_heldout(str(r.env_id))]
+    return [str(r.env_id) for r in parametric_parents(registry) if not is_heldout(str(r.env_id))
+            and (skills is None or r.skill in skills)]
 
 
 def propose_params(trainer: Any, round_no: int, n_prompts: int) -> list[Proposal]:
@@ -36,7 +38,7 @@ def propose_params(trainer: Any, round_no: int, n_prompts: int) -> list[Proposal
     from ..registry.catalog import seed_records
 
     cfg = trainer.config
-    parents = train_parents(trainer.registry)
+    parents = train_parents(trainer.registry, cfg.seed_skills)
     if not parents:
         return []
     if getattr(trainer, "_variant_memory", None) is None:

@@ -51,6 +51,26 @@ def _mean(xs: list[float]) -> float | None:
     return fmean(xs) if xs else None
 
 
+def train_seed_entries(config: SelfPlayConfig) -> list[ReplayEntry]:
+    """The replay entries the seed suite gives a run: the train split, without the games
+    unless ``seed_games``, of ``seed_skills`` only when set, at ``seed_levels``."""
+    from ..registry.catalog import seed_records
+    from .levels import levels_of
+
+    out = []
+    for rec in seed_records():
+        eid = str(rec.env_id)
+        if is_heldout(eid) or (not config.seed_games and "multi-agent" in (rec.skill or "")):
+            continue
+        if config.seed_skills is not None and rec.skill not in config.seed_skills:
+            continue
+        levels = levels_of(rec.source)
+        for kw in {"default": [{}], "easiest": levels[:1], "ladder": levels}[config.seed_levels]:
+            key = eid if not kw else f"{eid}@" + ",".join(f"{k}={v}" for k, v in sorted(kw.items()))
+            out.append(ReplayEntry(key=key, env_id=eid, skill=rec.skill, kwargs=dict(kw)))
+    return out
+
+
 class SelfPlayTrainer:
     """See the module docstring. Inject ``registry``, ``designer_backend``, ``runtime`` in tests."""
 
@@ -107,19 +127,8 @@ class SelfPlayTrainer:
         return self.registrar.generations
 
     def _add_seeds(self) -> None:
-        from ..registry.catalog import seed_records
-        from .levels import levels_of
-
-        mode = self.config.seed_levels
-        for rec in seed_records():
-            eid = str(rec.env_id)
-            if is_heldout(eid) or (not self.config.seed_games and "multi-agent" in (rec.skill or "")):
-                continue
-            levels = levels_of(rec.source)
-            chosen = {"default": [{}], "easiest": levels[:1], "ladder": levels}[mode]
-            for kw in chosen:
-                key = eid if not kw else f"{eid}@" + ",".join(f"{k}={v}" for k, v in sorted(kw.items()))
-                self.buffer.add(ReplayEntry(key=key, env_id=eid, skill=rec.skill, kwargs=dict(kw)))
+        for entry in train_seed_entries(self.config):
+            self.buffer.add(entry)
 
     # -- one GRPO step --------------------------------------------------------------------
     def _grpo_step(self, rows: list[dict], group_size: int, *, behaviour: bool = False) -> dict[str, Any]:
