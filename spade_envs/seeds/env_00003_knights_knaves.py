@@ -17,10 +17,10 @@ PARAMETERS = {'type': 'object',
                                'minimum': 0,
                                'maximum': 4,
                                'default': 3,
-                               'description': "0: everyone says 'I am a knight' and a truthful guide says "
-                                              'exactly one is a knave: how many knights (a number, loose '
-                                              'answer format); 1: three islanders; 2: four or five; 3: six '
-                                              'or seven (the original); 4: nine or ten islanders'},
+                               'description': '0: a guide who never lies says how many of the islanders are '
+                                              'knights: restate that number (loose answer format); 1: three '
+                                              'islanders; 2: four or five; 3: six or seven (the original); 4: '
+                                              'nine or ten islanders'},
                 'num_islanders': {'type': ['integer', 'null'],
                                   'minimum': 3,
                                   'maximum': 10,
@@ -37,7 +37,7 @@ PARAMETERS = {'type': 'object',
                               'default': 2,
                               'description': 'agent turns allowed'}}}
 
-#: difficulty -> numbers of islanders (0: the counting warm-up)
+#: difficulty -> numbers of islanders (0: the read-off warm-up)
 LEVELS = {0: [3], 1: [3], 2: [4, 5], 3: [6, 7], 4: [9, 10]}
 
 
@@ -49,6 +49,7 @@ def _loose_number(text):
     found = re.findall(r"-?\d+", text)
     return found[-1] if found and len(set(found)) <= 6 else None
 
+WORDS = {3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
 NAMES = ["Ada", "Bram", "Cleo", "Dov", "Esme", "Finn", "Gus", "Hal", "Iris", "Jude", "Kai", "Lena"]
 
 
@@ -155,19 +156,19 @@ class KnightsKnavesEnv:
         return obs, {}
 
     def _reset_count(self, rng):
-        """Difficulty 0: count the knights when a truthful guide says one islander is a knave."""
+        """Difficulty 0: a truthful guide states the number of knights; the task is to restate it."""
         n = rng.randint(3, 9)
         self._names = rng.sample(NAMES, n)
-        liar = rng.randrange(n)
-        self._truth = tuple(p != liar for p in range(n))
-        self._answer = str(n - 1)
-        self._statements = [(liar, ("knave", (liar,), 0))]
+        knights = rng.randint(1, n - 1)
+        self._truth = tuple(p < knights for p in range(n))
+        self._answer = str(knights)
+        self._statements = []
         self._turn, self._done = 0, False
         obs = (
             "On this island every inhabitant is either a knight (always tells the truth) or a "
-            f"knave (always lies). You meet {n} islanders: {', '.join(self._names)}.\n"
-            "Each of them says: \"I am a knight.\" A guide who never lies tells you that exactly one of "
-            "them is a knave.\nHow many of them are knights? Answer with \\boxed{number}."
+            f"knave (always lies). You meet {WORDS[n]} islanders: {', '.join(self._names)}.\n"
+            f"A guide who never lies tells you: \"Exactly {knights} of them are knights.\"\n"
+            "How many of them are knights? Answer with \\boxed{number}."
         )
         return obs, {}
 
@@ -197,7 +198,7 @@ class KnightsKnavesEnv:
 
     def hint(self):
         if self.difficulty == 0:
-            return "Every islander but one tells the truth."
+            return "The guide never lies: take its word for the count."
         p = self._statements[-1][0]
         kind = "knight" if self._truth[p] else "knave"
         return (

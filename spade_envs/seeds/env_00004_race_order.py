@@ -17,10 +17,9 @@ PARAMETERS = {'type': 'object',
                                'minimum': 0,
                                'maximum': 4,
                                'default': 3,
-                               'description': "0: one runner's place is given and another finished right "
-                                              'behind: name that place (a number, loose answer format); 1: '
-                                              'three runners; 2: four or five; 3: seven runners (the '
-                                              'original); 4: eight runners'},
+                               'description': "0: the results board gives one runner's place: restate it (a "
+                                              'number, loose answer format); 1: three runners; 2: four or '
+                                              'five; 3: seven runners (the original); 4: eight runners'},
                 'num_runners': {'type': ['integer', 'null'],
                                 'minimum': 3,
                                 'maximum': 8,
@@ -36,7 +35,7 @@ PARAMETERS = {'type': 'object',
                               'default': 2,
                               'description': 'agent turns allowed'}}}
 
-#: difficulty -> numbers of runners (0: the one-step warm-up)
+#: difficulty -> numbers of runners (0: the read-off warm-up)
 LEVELS = {0: [7], 1: [3], 2: [4, 5], 3: [7], 4: [8]}
 WORDS = {3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}
 
@@ -124,7 +123,7 @@ class RaceOrderEnv:
     def reset(self, seed=None):
         rng = random.Random(seed)
         if self.difficulty == 0:
-            return self._reset_behind(rng)
+            return self._reset_board(rng)
         self._n = n = rng.choice(self._sizes) if len(self._sizes) > 1 else self._sizes[0]
         self._names = rng.sample(RUNNERS, n)
         pos = list(range(n))
@@ -158,23 +157,20 @@ class RaceOrderEnv:
         )
         return obs, {}
 
-    def _reset_behind(self, rng):
-        """Difficulty 0: one clue, one step: the place right behind a given runner."""
+    def _reset_board(self, rng):
+        """Difficulty 0: the results board states one runner's place; the task is to restate it."""
         self._n = N
         self._names = rng.sample(RUNNERS, N)
-        ahead = rng.randrange(N - 1)
         pos = list(range(N))
         rng.shuffle(pos)
-        a = pos.index(ahead)
-        b = pos.index(ahead + 1)
-        self._pos, self._clues = tuple(pos), [("at", a, a, ahead), ("gap", a, b, 1)]
-        self._answer = str(ahead + 2)
+        a = rng.randrange(N)
+        self._pos, self._clues = tuple(pos), [("at", a, a, pos[a])]
+        self._answer = str(pos[a] + 1)
         self._turn, self._done = 0, False
         obs = (
             f"Seven runners ran a race: {', '.join(sorted(self._names))}. There were no ties.\n"
-            f"  1. {self._names[a]} finished in place number {ahead + 1}.\n"
-            f"  2. {self._names[b]} finished right behind {self._names[a]}.\n"
-            f"In which place did {self._names[b]} finish? Answer with \\boxed{{place number}}."
+            f"The results board says: {self._names[a]} finished in place number {pos[a] + 1}.\n"
+            f"In which place did {self._names[a]} finish? Answer with \\boxed{{place number}}."
         )
         return obs, {}
 
@@ -203,6 +199,8 @@ class RaceOrderEnv:
         return self._answer
 
     def hint(self):
+        if self.difficulty == 0:
+            return "The results board is right: read the place off it."
         middle = min(range(self._n), key=lambda r: abs(self._pos[r] - self._n // 2))
         return (
             f"{self._names[middle]} finished {ORDINAL[self._pos[middle]]}. Start from the clues that fix distances "

@@ -17,8 +17,9 @@ PARAMETERS = {'type': 'object',
                                'minimum': 0,
                                'maximum': 4,
                                'default': 3,
-                               'description': '0: G is next to S on an open 3x3 floor: one move, named as a '
-                                              'letter or a word (loose answer format); 1: open 3x4 floor, '
+                               'description': '0: G is next to S on an open 3x3 floor and the text names the '
+                                              'one move: restate it as a letter or a word (loose answer '
+                                              'format); 1: open 3x4 floor, '
                                               'two or three moves; 2: 5x6 with a few shelves, a detour; 3: '
                                               '8-10 x 9-12 with a blocked straight line, 12+ moves (the '
                                               'original); 4: 14-16 x 18-22, 30+ moves'},
@@ -111,6 +112,8 @@ class WarehousePathEnv:
             for c in range(self._cols):
                 row += "S" if (r, c) == start else "G" if (r, c) == goal else "." if (r, c) in self._free else "#"
             grid.append(f"{r:2d} {row}")
+        if self.difficulty == 0 and len(self._answer) == 1:  # (a custom map at level 0 keeps the route task)
+            return self._obs_one_move(grid), {}
         obs = (
             "A warehouse robot stands on S and must reach G. '#' is a shelf (blocked), '.' is open "
             "floor; rows are numbered on the left (row 0 is the top), columns along the top.\n"
@@ -120,6 +123,17 @@ class WarehousePathEnv:
             "\\boxed{RRDL...}."
         )
         return obs, {}
+
+    def _obs_one_move(self, grid):
+        """Difficulty 0: G is next to S and the text says which way; the task is to restate the move."""
+        where, word = {"U": ("directly above", "up"), "D": ("directly below", "down"),
+                       "L": ("directly left of", "left"), "R": ("directly right of", "right")}[self._answer]
+        return (
+            "A warehouse robot stands on S and must reach G ('.' is open floor; row 0 is the top).\n"
+            + "\n".join(grid)
+            + f"\nG is {where} S: one move {word} ({self._answer}) takes the robot there.\n"
+            "Which move reaches G? Answer with \\boxed{move letter}."
+        )
 
     def _walk(self, moves):
         """Where a move string ends, or the 1-based step at which it becomes illegal."""
@@ -164,6 +178,8 @@ class WarehousePathEnv:
         return self._answer
 
     def hint(self):
+        if self.difficulty == 0 and len(self._answer) == 1:
+            return "The text under the map says which way G is."
         r, c = self._start
         mid = (r, c)
         for m in self._answer[: self._dist // 2]:

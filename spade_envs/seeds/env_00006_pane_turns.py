@@ -16,8 +16,9 @@ PARAMETERS = {'type': 'object',
                                'minimum': 0,
                                'maximum': 4,
                                'default': 3,
-                               'description': '0: a one-cell piece slides one cell down or right: name its '
-                                              'new row or column (a number, loose answer format); 1: a '
+                               'description': '0: a one-cell piece slides one cell down or right and the text '
+                                              'says where it lands: restate its new row or column (a number, '
+                                              'loose answer format); 1: a '
                                               'four-cell piece, one operation; 2: four or five cells, two or '
                                               'three operations; 3: five to seven cells, four to six '
                                               'operations (the original); 4: eight or nine cells, nine to '
@@ -144,7 +145,7 @@ class PaneTurnsEnv:
         return obs, {}
 
     def _reset_slide(self, rng):
-        """Difficulty 0: one cell, one slide, one number to name."""
+        """Difficulty 0: one cell, one slide, and the text says where it lands: restate one number."""
         way, axis = rng.choice([("down", "row"), ("right", "column")])
         r, c = rng.randint(0, SIZE - 2), rng.randint(0, SIZE - 2)
         start = {(r, c)}
@@ -155,7 +156,8 @@ class PaneTurnsEnv:
         obs = (
             f"A {SIZE}x{SIZE} glass pane carries a piece of one cell ('#'), at row {r + 1}, column {c + 1} "
             "(counted from 1 at the top-left):\n" + self._draw(start, "\n")
-            + f"\nThe piece slides 1 cell {way}. In which {axis} is it now? Answer with \\boxed{{number}}."
+            + f"\nThe piece slides 1 cell {way}, from {axis} {int(self._answer) - 1} to {axis} {self._answer}.\n"
+            f"In which {axis} is it now? Answer with \\boxed{{number}}."
         )
         return obs, {}
 
@@ -197,6 +199,8 @@ class PaneTurnsEnv:
         return self._answer
 
     def hint(self):
+        if self.difficulty == 0:
+            return "The text under the pane says where the piece lands."
         rows = [r for r, _ in self._final]
         cols = [c for _, c in self._final]
         return (

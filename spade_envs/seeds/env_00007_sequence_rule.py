@@ -18,8 +18,8 @@ PARAMETERS = {'type': 'object',
                                'minimum': 0,
                                'maximum': 4,
                                'default': 3,
-                               'description': '0: counting up by one, give the next term (loose answer '
-                                              'format); 1: a constant step, next two terms; 2: one of three '
+                               'description': '0: counting up by one, and the text names the next term: '
+                                              'restate it (loose answer format); 1: a constant step, next two terms; 2: one of three '
                                               'simple rules (affine, interleaved, growing differences); 3: '
                                               'eight rule families, eight terms shown (the original); 4: the '
                                               'four hardest families with only six terms shown'},
@@ -137,6 +137,8 @@ class SequenceRuleEnv:
         obs = (
             "A sequence of integers follows one simple rule throughout. Its first terms are:\n  "
             + ", ".join(str(x) for x in shown)
+            + (f"\nThe rule is to add 1 each time, so the term after {shown[-1]} is {nxt[0]}."
+               if self.difficulty == 0 and self._asked == 1 and self._rule_hint == "count up by one" else "")
             + ("\nGive the next two terms, in order, as \\boxed{first, second}." if self._asked == 2
                else "\nGive the next term as \\boxed{term}.")
         )

@@ -17,7 +17,7 @@ PARAMETERS = {'type': 'object',
                                'minimum': 0,
                                'maximum': 4,
                                'default': 3,
-                               'description': '0: single letters shifted forward: name the shift (a number, '
+                               'description': '0: single letters shifted forward, the shift stated: restate the shift (a number, '
                                               'loose answer format); 1: three-letter words, a shift only; 2: '
                                               'four or five letters, one rearrangement and a shift; 3: six '
                                               'to eight letters, two rearrangements and a shift (the '
@@ -140,8 +140,8 @@ class GlyphCipherEnv:
         self._perm, self._shift, self._answer = [0], shift, str(shift)
         self._turn, self._done = 0, False
         examples = "\n".join(f"  {a} -> {ABC[ABC.index(a) + shift]}" for a in letters)
-        obs = (f"A cipher moves every letter the same number of places forward in the alphabet:\n{examples}\n"
-               "By how many places does it move each letter? Answer with \\boxed{number}.")
+        obs = (f"A cipher moves every letter the same number of places forward in the alphabet, {shift} places:\n"
+               f"{examples}\nBy how many places does it move each letter? Answer with \\boxed{{number}}.")
         return obs, {}
 
     def step(self, action):
@@ -169,6 +169,8 @@ class GlyphCipherEnv:
         return self._answer
 
     def hint(self):
+        if self.difficulty == 0:
+            return "The first line of the task says how far each letter moves."
         return (
             f"Each letter is moved {self._shift} places forward in the alphabet (Z wraps to A), and "
             "the letters are rearranged by a fixed shuffle of positions: match each code letter to "

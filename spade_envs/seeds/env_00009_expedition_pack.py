@@ -20,8 +20,8 @@ PARAMETERS = {'type': 'object',
                                'minimum': 0,
                                'maximum': 4,
                                'default': 3,
-                               'description': '0: two items and only one fits: name it (loose answer format: '
-                                              'the last item named); 1: three or four light items; 2: six or '
+                               'description': '0: two items, only one fits and the text says so with its '
+                                              'value: restate the best value (loose answer format); 1: three or four light items; 2: six or '
                                               'seven items; 3: ten to twelve items where greedy packing '
                                               'falls short (the original); 4: twenty to twenty-four items, '
                                               'greedy falls short'},
@@ -111,6 +111,8 @@ class ExpeditionPackEnv:
         if n == 2:
             obs = (f"You are packing for an expedition. The pack holds at most {cap} kg. Available items "
                    "(one of each):\n" + "\n".join(rows)
+                   + (f"\nOnly the {names[chosen[0]]} fits, so the best load is the {names[chosen[0]]} alone, "
+                      f"with a value of {best}." if self.difficulty == 0 else "")
                    + "\nWhat is the largest total value you can carry without exceeding the weight limit? "
                    "Answer with \\boxed{value}.")
             return obs, {}
@@ -155,6 +157,8 @@ class ExpeditionPackEnv:
         return self._answer
 
     def hint(self):
+        if self.difficulty == 0:
+            return "The line under the table says which item fits."
         return (
             f"The best achievable total value is {self._best_value}. Packing by value per kilo leaves "
             "capacity unused here; compare swapping one heavy item for two lighter ones, or use a "

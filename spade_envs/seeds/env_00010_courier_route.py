@@ -19,8 +19,8 @@ PARAMETERS = {'type': 'object',
                                'minimum': 0,
                                'maximum': 4,
                                'default': 3,
-                               'description': '0: one stop, roads of 2-9 km: the length there and back '
-                                              '(loose answer format); 1: two stops (one round trip); 2: four '
+                               'description': '0: one stop, roads of 2-9 km, the text adds up the trip there '
+                                              'and back: restate its length (loose answer format); 1: two stops (one round trip); 2: four '
                                               'stops; 3: six stops where nearest-neighbour fails (the '
                                               'original); 4: eight stops, nearest-neighbour fails'},
                 'num_stops': {'type': ['integer', 'null'],
@@ -106,6 +106,8 @@ class CourierRouteEnv:
             f"A courier leaves the Depot, must visit {STOPS[n - 1]} exactly once, and return to "
             "the Depot. Road lengths in km (the table is symmetric):\n"
             + header + "\n" + "\n".join(rows)
+            + (f"\nThe only round trip is Depot -> {self._names[1]} -> Depot: {d[0][1]} km there and "
+               f"{d[0][1]} km back, {best} km in all." if self.difficulty == 0 and n == 2 else "")
             + "\nWhat is the length of the SHORTEST possible round trip? Answer with \\boxed{km}."
         )
         return obs, {}

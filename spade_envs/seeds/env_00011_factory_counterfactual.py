@@ -18,8 +18,8 @@ PARAMETERS = {'type': 'object',
                                'minimum': 0,
                                'maximum': 4,
                                'default': 3,
-                               'description': '0: two variables, B := A + u_B with u_B shown: set A, give B '
-                                              '(loose answer format); 1: three variables; 2: four or five; '
+                               'description': '0: two variables, B := A + u_B, and the text works out B '
+                                              'for the new A: restate it (loose answer format); 1: three variables; 2: four or five; '
                                               '3: six or seven variables with max/min terms (the original); '
                                               '4: eight or nine variables'},
                 'num_variables': {'type': ['integer', 'null'],
@@ -135,6 +135,10 @@ class FactoryCounterfactualEnv:
             )
             if not re.search(rf"(?<!\w){answer}(?!\w)", obs):
                 break  # the answer must not appear anywhere in the text
+        if self.difficulty == 0 and n == 2:  # the warm-up states the worked answer: restate it
+            worked = (f"\nWorked out: with the same u_{self._names[y]} = {noise[y]}, {self._names[y]} would have "
+                      f"been {new_x} + {noise[y]} = {answer}.")
+            obs = obs.replace("\nCounterfactual question", worked + "\nCounterfactual question")
         self._x, self._y, self._answer = x, y, answer
         self._turn = 0
         self._done = False
@@ -162,6 +166,8 @@ class FactoryCounterfactualEnv:
         return str(self._answer)
 
     def hint(self):
+        if self.difficulty == 0 and len(self._names) == 2:
+            return "The worked-out line above the question gives the value."
         changed = [self._names[i] for i in sorted(self._descendants(self._x))]
         return (
             "First recover every disturbance from the observed day (u_V = observed V minus the rest "

@@ -24,7 +24,8 @@ PARAMETERS = {'type': 'object',
                                'maximum': 4,
                                'default': 3,
                                'description': '0: one group of 100 treated and 100 untreated, whole-ten '
-                                              'rates: the difference in points (loose answer format); 1: one '
+                                              'rates, the text works out the difference: restate it in '
+                                              'points (loose answer format); 1: one '
                                               'group, any sizes; 2: two confounded strata; 3: three or four '
                                               'confounded strata (the original); 4: six to eight confounded '
                                               'strata'},
@@ -106,6 +107,9 @@ class FertilizerEffectEnv:
         obs = (
             f"An observational study recorded, for each {conf}, how many {unit} received {treat} or "
             f"{control} and how many of them had {outcome}:\n" + "\n".join(table)
+            + (f"\nWorked out: {rows[0][1]} of 100 with {treat} against {rows[0][3]} of 100 with {control} "
+               f"is a difference of {float(adjusted):g} percentage points."
+               if self.difficulty == 0 and k == 1 and rows[0][0] == rows[0][2] == 100 else "")
             + f"\nCausal assumptions: {conf} influences both which treatment was received and the "
             f"outcome; the treatment influences the outcome; there are no other common causes.\n"
             f"Estimate the average causal effect of {treat} (versus {control}) on the chance of "
@@ -136,6 +140,8 @@ class FertilizerEffectEnv:
         return self._answer
 
     def hint(self):
+        if self.difficulty == 0:
+            return "The worked-out line gives the difference; with one group it is the causal effect."
         return (
             f"The crude comparison over everyone ({float(self._crude):.1f} points) is confounded. "
             "Compute the success-rate difference within each stratum, then average those "
