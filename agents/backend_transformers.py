@@ -19,6 +19,11 @@ Multi-turn reuse: ``generate(prompts, session=backend.new_session(), keys=[...])
 one batched KV cache across turns (:mod:`.kv_session`): each turn only the tokens a row's
 prompt adds are encoded, and the prefix every row shares is encoded once. Constrained
 (``json_schema``) calls do not use a session.
+
+Speed: without Prefix Sliding the KV cache is a :class:`~.growing_cache.GrowingCache`
+(in-place appends, no per-step copy of the whole cache), and while generating, a model on
+``sdpa`` attention runs :mod:`.gqa_attention` (no per-head copy of K/V); both paths, with
+or without a session, use them.
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ from typing import Any
 from ..errors import AgentError
 from .api import Backend, Generation
 from .chat import encode, render
-from .kv_session import DecodeSession, common_prefix_len
+from .growing_cache import GrowingCache, growing_cache_for
+from .kv_session import DecodeSession, generate_in_session, sample
 
 
 class TransformersBackend(Backend):
@@ -126,19 +132,22 @@ class TransformersBackend(Backend):
         generator = None
         if seed is not None and temperature > 0:
             generator = torch.Generator(device=self.device).manual_seed(int(seed))
-        if (session is not None and keys is not None and len(keys) == len(prompts) and prompts and json_schema is None
-                and len(prompts) <= self.batch_size and self.prefix_sliding is None):
-            if any(len(p) == 0 for p in prompts):
-                raise AgentError("cannot generate from an empty prompt")
-            return self._generate_session(session, list(keys), prompts, max_new_tokens, temperature, generator)
-        # group similar lengths together to waste less padding, keep the caller's order
-        order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
-        out: list[Generation | None] = [None] * len(prompts)
-        for chunk in self._chunks(order, [len(p) for p in prompts]):
-            gens = self._generate_batch([prompts[i] for i in chunk], max_new_tokens, temperature, generator,
-                                        [constraints[i] for i in chunk])
-            for i, gen in zip(chunk, gens):
-                out[i] = gen
+        from .gqa_attention import gqa_attention
+
+        with gqa_attention(self.model):
+            if (session is not None and keys is not None and len(keys) == len(prompts) and prompts
+                    and json_schema is None and len(prompts) <= self.batch_size and self.prefix_sliding is None):
+                if any(len(p) == 0 for p in prompts):
+                    raise AgentError("cannot generate from an empty prompt")
+                return self._generate_session(session, list(keys), prompts, max_new_tokens, temperature, generator)
+            # group similar lengths together to waste less padding, keep the caller's order
+            order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
+            out: list[Generation | None] = [None] * len(prompts)
+            for chunk in self._chunks(order, [len(p) for p in prompts]):
+                gens = self._generate_batch([prompts[i] for i in chunk], max_new_tokens, temperature, generator,
+                                            [constraints[i] for i in chunk])
+                for i, gen in zip(chunk, gens):
+                    out[i] = gen
         return [g for g in out if g is not None]
 
     def _chunks(self, order: list[int], lengths: list[int]) -> list[list[int]]:
@@ -161,7 +170,7 @@ class TransformersBackend(Backend):
         from transformers import DynamicCache
 
         if self.prefix_sliding is None:
-            return DynamicCache(config=self.model.config)
+            return growing_cache_for(self.model.config) or DynamicCache(config=self.model.config)
         from .prefix_sliding import PrefixSlidingCache  # the Prefix Sliding module
 
         prefix_len, window = self.prefix_sliding
@@ -191,6 +200,8 @@ class TransformersBackend(Backend):
             return self._pack(prompts, tokens, logps, finish)
         live = torch.arange(n, device=self.device)  # original row of each batch row
         cache = self._make_cache()
+        if isinstance(cache, GrowingCache):  # room for the whole generation up front
+            cache.reserve(width + max_new_tokens)
         with torch.inference_mode():
             logits = self.model(
                 input_ids=ids, attention_mask=attn, position_ids=positions,
@@ -202,13 +213,7 @@ class TransformersBackend(Backend):
                     for r, row in enumerate(live.tolist()):  # sample from the schema-valid tokens only
                         if constraints[row] is not None:
                             constraints[row].mask_row(tokens[row], logits[r])
-                if temperature > 0:
-                    logp_all = torch.log_softmax(logits / temperature, dim=-1)
-                    nxt = torch.multinomial(logp_all.exp(), 1, generator=generator).squeeze(-1)
-                else:
-                    logp_all = torch.log_softmax(logits, dim=-1)
-                    nxt = logp_all.argmax(dim=-1)
-                chosen = logp_all.gather(-1, nxt[:, None]).squeeze(-1)
+                nxt, chosen = sample(logits, temperature, generator)
                 stopped = torch.isin(nxt, self._stop)
                 for r, (row, tok, lp, st) in enumerate(zip(live.tolist(), nxt.tolist(), chosen.tolist(), stopped.tolist())):
                     tokens[row].append(tok)
@@ -231,94 +236,10 @@ class TransformersBackend(Backend):
                 ).logits[:, -1, :].float()
         return self._pack(prompts, tokens, logps, finish)
 
-    def _start_session(self, session: DecodeSession, keys: list[Any], prompts: list[list[int]]) -> list[list[int]]:
-        """A fresh cache holding the prompts' shared prefix (encoded once); the tails."""
-        import torch
-
-        n = len(prompts)
-        shared = min(common_prefix_len(prompts), min(len(p) for p in prompts) - 1)
-        session.cache = self._make_cache()
-        session.keys, session.stats["rebuilds"] = keys, session.stats["rebuilds"] + 1
-        session.attn = torch.zeros((n, 0), dtype=torch.long, device=self.device)
-        session.last_pos = torch.full((n, 1), -1, dtype=torch.long, device=self.device)
-        if shared > 0:
-            ids = torch.tensor([prompts[0][:shared]], dtype=torch.long, device=self.device)
-            with torch.inference_mode():
-                self.model(input_ids=ids, position_ids=torch.arange(shared, device=self.device)[None],
-                           past_key_values=session.cache, use_cache=True, logits_to_keep=1)
-            if n > 1:
-                session.cache.batch_repeat_interleave(n)
-            session.attn = torch.ones((n, shared), dtype=torch.long, device=self.device)
-            session.last_pos += shared
-            session.stats["encoded_tokens"] += shared
-            session.stats["reused_tokens"] += shared * (n - 1)
-        session.consumed = [list(p[:shared]) for p in prompts]
-        return [p[shared:] for p in prompts]
-
     def _generate_session(self, session: DecodeSession, keys: list[Any], prompts: list[list[int]],
                           max_new_tokens: int, temperature: float, generator) -> list[Generation]:
-        import torch
-
-        if session.matches(keys, prompts):
-            session.keep(keys)
-            tails = [p[len(c):] for p, c in zip(prompts, session.consumed)]
-            session.stats["reused_tokens"] += sum(len(c) for c in session.consumed)
-        else:
-            tails = self._start_session(session, keys, prompts)
-        n, width = len(prompts), max(len(t) for t in tails)
-        if self.max_positions is not None:
-            longest = max(len(p) for p in prompts)
-            max_new_tokens = max(0, min(max_new_tokens, self.max_positions - longest))
-        ids = torch.full((n, width), self.pad_id, dtype=torch.long)
-        new_attn = torch.zeros((n, width), dtype=torch.long)
-        offsets = torch.zeros((n, width), dtype=torch.long)
-        for row, t in enumerate(tails):
-            ids[row, width - len(t):] = torch.tensor(t, dtype=torch.long)
-            new_attn[row, width - len(t):] = 1
-            offsets[row, width - len(t):] = torch.arange(1, len(t) + 1)
-            session.consumed[row].extend(t)
-        ids, new_attn, offsets = ids.to(self.device), new_attn.to(self.device), offsets.to(self.device)
-        positions = (session.last_pos + offsets).clamp(min=0)
-        session.attn = torch.cat([session.attn, new_attn], dim=-1)
-        session.last_pos = session.last_pos + new_attn.sum(-1, keepdim=True)
-        session.stats["encoded_tokens"] += sum(len(t) for t in tails)
-        tokens: list[list[int]] = [[] for _ in range(n)]
-        logps: list[list[float]] = [[] for _ in range(n)]
-        finish = ["length"] * n
-        with torch.inference_mode():
-            logits = self.model(input_ids=ids, attention_mask=session.attn, position_ids=positions,
-                                past_key_values=session.cache, use_cache=True, logits_to_keep=1).logits[:, -1, :].float()
-            live = torch.ones(n, dtype=torch.bool, device=self.device)
-            for step in range(max_new_tokens):
-                if temperature > 0:
-                    logp_all = torch.log_softmax(logits / temperature, dim=-1)
-                    nxt = torch.multinomial(logp_all.exp(), 1, generator=generator).squeeze(-1)
-                else:
-                    logp_all = torch.log_softmax(logits, dim=-1)
-                    nxt = logp_all.argmax(dim=-1)
-                chosen = logp_all.gather(-1, nxt[:, None]).squeeze(-1)
-                stopped = torch.isin(nxt, self._stop)
-                for row, (tok, lp, st, alive) in enumerate(zip(nxt.tolist(), chosen.tolist(), stopped.tolist(),
-                                                               live.tolist())):
-                    if alive:
-                        tokens[row].append(tok)
-                        logps[row].append(lp)
-                        if st:
-                            finish[row] = "stop"
-                feed = live.clone()  # rows whose sampled token goes into the cache now
-                live = live & ~stopped
-                if step == max_new_tokens - 1 or not bool(live.any()):
-                    break
-                # a row that just stopped keeps its stop token for the next turn's tail
-                feed = feed & live
-                step_ids = torch.where(feed, nxt, torch.full_like(nxt, self.pad_id))
-                session.attn = torch.cat([session.attn, feed.long()[:, None]], dim=-1)
-                session.last_pos = session.last_pos + feed.long()[:, None]
-                for row in feed.nonzero().squeeze(-1).tolist():
-                    session.consumed[row].append(tokens[row][-1])
-                logits = self.model(input_ids=step_ids[:, None], attention_mask=session.attn,
-                                    position_ids=session.last_pos.clamp(min=0), past_key_values=session.cache,
-                                    use_cache=True).logits[:, -1, :].float()
+        tokens, logps, finish = generate_in_session(self, session, keys, prompts, max_new_tokens, temperature,
+                                                    generator)
         return self._pack(prompts, tokens, logps, finish)
 
     def _pack(self, prompts, tokens, logps, finish) -> list[Generation]:

@@ -9,7 +9,15 @@ transformers backend. Sampling logprobs come from ``logprobs_mode="processed_log
 (after temperature) when the installed vLLM supports that engine option.
 
 Options: ``dtype`` ("auto"), ``gpu_memory_utilization`` (0.5), ``max_model_len``
-(4096), ``seed`` (0), ``enforce_eager`` (False), plus any other ``vllm.LLM`` keyword.
+(4096), ``seed`` (0), ``enforce_eager`` (False), ``batch_size`` (64: the episodes played
+together, as for the transformers backend), plus any other ``vllm.LLM`` keyword.
+
+Batching and prefix reuse: the engine runs with ``enable_prefix_caching=True`` (a
+multi-turn episode re-sends its whole conversation each turn, and every episode starts
+with the same system prompt and tool specs; cached blocks are not recomputed) and
+``max_num_seqs`` = ``batch_size`` (the rows of one play call decode in one running batch,
+not a GRPO group at a time). An explicit ``max_num_seqs=`` / ``enable_prefix_caching=``
+keyword wins.
 This path needs a GPU and is not exercised by the CPU test suite; see
 ``benchmarks/gpu_agents.sh``.
 """
@@ -30,7 +38,8 @@ class VLLMBackend(Backend):
     supports_json_schema = True
 
     def __init__(self, model: str, *, dtype: str = "auto", gpu_memory_utilization: float = 0.5,
-                 max_model_len: int = 4096, seed: int = 0, enforce_eager: bool = False, **engine_kwargs: Any) -> None:
+                 max_model_len: int = 4096, seed: int = 0, enforce_eager: bool = False, batch_size: int = 64,
+                 **engine_kwargs: Any) -> None:
         try:
             import vllm
         except ImportError:
@@ -46,12 +55,15 @@ class VLLMBackend(Backend):
         kwargs = dict(model=path, tokenizer=path, dtype=dtype, gpu_memory_utilization=gpu_memory_utilization,
                       max_model_len=max_model_len, seed=seed, enforce_eager=enforce_eager, **engine_kwargs)
         kwargs.setdefault("logprobs_mode", "processed_logprobs")
+        kwargs.setdefault("enable_prefix_caching", True)
+        kwargs.setdefault("max_num_seqs", max(1, int(batch_size)))
         try:
             self.llm = vllm.LLM(**kwargs)
         except TypeError:  # an engine without the logprobs_mode option
             kwargs.pop("logprobs_mode", None)
             self.llm = vllm.LLM(**kwargs)
         self._vllm = vllm
+        self.engine_kwargs = {k: v for k, v in kwargs.items() if k not in ("model", "tokenizer")}
         self.name = f"vllm:{model}"
         self.tokenizer = self.llm.get_tokenizer()
         self.max_positions = int(max_model_len)

@@ -15,11 +15,20 @@ Figures: ``episodes_per_s_b{1,8,32}``, ``generated_tokens_per_s_b*`` (generated 
 over wall time), ``share_outside_generation_b*``, ``mean_turns_b*``,
 ``episodes_per_s_b8_reencode``, ``ratio_eps_b8_vs_b1`` (target >= 2.5),
 ``ratio_reuse_vs_reencode_b8`` (target >= 2), ``encoded_tokens_b8`` / ``_reencode``
-(prompt tokens the model actually encoded) and ``share_outside_generation_b32`` (< 10 %).
+(prompt tokens the model actually encoded), ``computed_tokens_b*`` (prefill positions
+computed, padding included), ``share_prefill_b*`` (wall share of turn prefills, the
+compute-bound part that batching cannot amortise), ``cache_growths_b*`` (KV buffer reallocations, summed over
+layers), ``share_outside_generation_b32`` (< 10 %) and ``load_avg_1m_start`` /
+``load_avg_1m_end`` (the machine's load average around the run: the figures are only
+comparable within one run when other jobs share the cores).
+
+Both the reusing and the re-encoding runs use the same backend (growing KV cache, GQA
+attention without the K/V copy); they differ only in what is encoded each turn.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Any
@@ -43,7 +52,8 @@ def _sandbox_available() -> bool:
 
 
 def _play(agent: Any, workload: list[PlayTask], batch: int) -> tuple[list[Any], dict[str, float]]:
-    episodes, timings = [], {"wall_s": 0.0, "generation_s": 0.0, "environment_s": 0.0, "encoded_tokens": 0.0}
+    episodes, timings = [], {"wall_s": 0.0, "generation_s": 0.0, "environment_s": 0.0, "encoded_tokens": 0.0,
+                             "computed_tokens": 0.0, "cache_growths": 0.0, "prefill_s": 0.0}
     for start in range(0, len(workload), batch):
         episodes += agent.play(workload[start: start + batch])
         for key in timings:
@@ -66,6 +76,7 @@ def run(quick: bool = False, model: str = "default") -> dict[str, Any]:
     figures: dict[str, Any] = {
         "model": f"transformers:{model}", "max_new_tokens": max_new_tokens, "max_turns": max_turns,
         "model_load_s": round(time.perf_counter() - t, 3), "episodes_small": n_small, "episodes_b32": n_big,
+        "load_avg_1m_start": round(os.getloadavg()[0], 2),
     }
     LLMAgent(backend, max_new_tokens=2, temperature=0.0).play(_tasks(1, 1))  # warm-up
     workload = _tasks(n_big, max_turns)
@@ -84,8 +95,13 @@ def run(quick: bool = False, model: str = "default") -> dict[str, Any]:
         figures[f"mean_turns_{name}"] = round(sum(e.turns for e in episodes) / max(1, len(episodes)), 3)
         figures[f"errors_{name}"] = sum(e.error is not None for e in episodes)
         figures[f"encoded_tokens_{name}"] = int(timings["encoded_tokens"]) if reuse else _encoded_without_reuse(episodes)
+        if reuse:
+            figures[f"computed_tokens_{name}"] = int(timings.get("computed_tokens", 0))
+            figures[f"cache_growths_{name}"] = int(timings.get("cache_growths", 0))
+            figures[f"share_prefill_{name}"] = round(timings["prefill_s"] / wall, 4)
         if name == "b32":
             figures["sandboxed_b32"] = sandbox
+    figures["load_avg_1m_end"] = round(os.getloadavg()[0], 2)
     figures["episodes_per_s_b8_reencode"] = figures.pop("episodes_per_s_b8_reencode")
     figures["ratio_eps_b8_vs_b1"] = round(figures["episodes_per_s_b8"] / figures["episodes_per_s_b1"], 3)
     figures["ratio_reuse_vs_reencode_b8"] = round(figures["episodes_per_s_b8"] / figures["episodes_per_s_b8_reencode"], 3)

@@ -11,14 +11,23 @@ Layout of the cache (width grows to the right; every row has the same width)::
 
     [ shared prefix | pad.. row tail 1 | pad.. gen 1 | pad.. tail 2 | pad.. gen 2 ... ]
 
-Pads are masked out by the 2-D attention mask and never attended to; positions are
-explicit per row and continue from the row's last real token, so every real token sees
-exactly the keys and positions it would see in one unpadded forward pass. Logprobs are
-therefore those of the plain sequence (checked against a full forward in the tests).
-Rows that finish generating early keep stepping with a masked pad (their cache must
-stay aligned with the batch); rows whose episode ended are dropped before the next turn.
-The token sampled last in a turn is not fed to the model in that turn: it opens the
-row's next tail, so ``consumed`` is exactly what the cache holds.
+Pads are masked out and never attended to by a real token; positions are explicit per
+row and continue from the row's last real token, so every real token sees exactly the
+keys and positions it would see in one unpadded forward pass. Logprobs are therefore
+those of the plain sequence (checked against a full forward in the tests). Rows that
+finish generating early keep stepping with a masked pad (their cache must stay aligned
+with the batch); rows whose episode ended are dropped before the next turn. The token
+sampled last in a turn is not fed to the model in that turn: it opens the row's next
+tail, so ``consumed`` is exactly what the cache holds.
+
+Speed (models whose layers are all full attention, with ``sdpa``/``eager`` attention):
+the cache is a :class:`~.growing_cache.GrowingCache` (appends in place, room reserved
+for the whole turn up front), the padding mask is a preallocated buffer, and masks are
+handed to the model as 4-D additive masks (no per-step concatenation, no re-expansion).
+A turn's tails are prefilled in chunks of similar length (the backend's
+``max_pad_ratio`` rule), each computing only its own width and writing right-aligned
+into the shared layout, so one long tail does not make every row encode its padding.
+Other models keep ``DynamicCache``, 2-D masks and one prefill per turn.
 
 A session is used only when the caller gives the same rows (by key) whose prompts extend
 what the session has consumed; anything else (a new row, a prompt that does not extend,
@@ -27,8 +36,13 @@ Prefix Sliding, more rows than one batch) falls back to encoding from scratch.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
+
+from .growing_cache import GROWTH, GrowingCache, growing_cache_for
+
+FOUR_D_ATTENTION = {"sdpa", "eager", "spade_gqa_sdpa"}  # implementations that take an additive 4-D mask
 
 
 def common_prefix_len(prompts: list[list[int]]) -> int:
@@ -43,6 +57,11 @@ def common_prefix_len(prompts: list[list[int]]) -> int:
     return n
 
 
+def _new_stats() -> dict[str, float]:
+    return {"encoded_tokens": 0, "reused_tokens": 0, "rebuilds": 0, "computed_tokens": 0, "cache_growths": 0,
+            "prefill_chunks": 0, "prefill_s": 0.0}
+
+
 @dataclass
 class DecodeSession:
     """The persistent state of one batch of episodes (see the module docstring)."""
@@ -50,9 +69,10 @@ class DecodeSession:
     keys: list[Any] = field(default_factory=list)  # caller's key of each batch row
     consumed: list[list[int]] = field(default_factory=list)  # tokens in the cache, per row
     cache: Any = None
-    attn: Any = None  # [rows, width] 0/1
+    mask: Any = None  # [rows, capacity] bool; columns < width say which cache columns are real
+    width: int = 0  # columns in the cache
     last_pos: Any = None  # [rows, 1] position of each row's last real token
-    stats: dict[str, int] = field(default_factory=lambda: {"encoded_tokens": 0, "reused_tokens": 0, "rebuilds": 0})
+    stats: dict[str, float] = field(default_factory=_new_stats)  # prefill_s: wall time (exact on CPU)
 
     def matches(self, keys: list[Any], prompts: list[list[int]]) -> bool:
         """True when the session can continue: same rows (a subset, in order) whose new
@@ -79,8 +99,203 @@ class DecodeSession:
         rows = [index[k] for k in keys]
         if rows == list(range(len(self.keys))):
             return
-        sel = torch.tensor(rows, dtype=torch.long, device=self.attn.device)
+        sel = torch.tensor(rows, dtype=torch.long, device=self.mask.device)
         self.cache.batch_select_indices(sel)
-        self.attn, self.last_pos = self.attn[sel], self.last_pos[sel]
+        self.mask, self.last_pos = self.mask[sel], self.last_pos[sel]
         self.keys = [self.keys[r] for r in rows]
         self.consumed = [self.consumed[r] for r in rows]
+
+    def reserve(self, needed: int) -> None:
+        """Room for ``needed`` columns in the mask buffer and the cache (geometric growth)."""
+        cap = self.mask.shape[1]
+        if needed > cap:
+            grown = self.mask.new_zeros((self.mask.shape[0], max(needed, int(cap * GROWTH))))
+            grown[:, :cap] = self.mask
+            self.mask = grown
+        if isinstance(self.cache, GrowingCache):
+            self.cache.reserve(needed)
+
+    def additive_mask(self, dtype: Any) -> Any:
+        """The decode-step mask ``[rows, 1, 1, width]``: 0 where attended, dtype-min elsewhere."""
+        import torch
+
+        real = self.mask[:, None, None, : self.width]
+        return torch.zeros(real.shape, dtype=dtype, device=real.device).masked_fill_(~real, torch.finfo(dtype).min)
+
+
+def sample(logits: Any, temperature: float, generator: Any) -> tuple[Any, Any]:
+    """Next tokens and their exact logprobs (after temperature; raw when greedy)."""
+    import torch
+
+    if temperature > 0:
+        logp_all = torch.log_softmax(logits / temperature, dim=-1)
+        nxt = torch.multinomial(logp_all.exp(), 1, generator=generator).squeeze(-1)
+    else:
+        logp_all = torch.log_softmax(logits, dim=-1)
+        nxt = logp_all.argmax(dim=-1)
+    return nxt, logp_all.gather(-1, nxt[:, None]).squeeze(-1)
+
+
+def _chunk_mask(real: Any, w: int, dtype: Any) -> Any:
+    """``[rows, 1, w, K]`` additive mask for a chunk whose ``w`` tokens are the last ``w``
+    of ``K`` columns: earlier real columns, causal among the new ones; a pad query also
+    sees itself, so no query row is fully masked."""
+    import torch
+
+    rows, k = real.shape
+    allowed = real[:, None, None, :].expand(rows, 1, w, k).clone()
+    new = torch.ones((w, w), dtype=torch.bool, device=real.device)
+    allowed[..., k - w:] &= new.tril()
+    allowed[..., k - w:] |= torch.eye(w, dtype=torch.bool, device=real.device)
+    return torch.zeros(allowed.shape, dtype=dtype, device=real.device).masked_fill_(~allowed, torch.finfo(dtype).min)
+
+
+class SessionTurn:
+    """One ``generate`` call on a :class:`DecodeSession` for a ``TransformersBackend``."""
+
+    def __init__(self, backend: Any, session: DecodeSession) -> None:
+        self.b, self.s = backend, session
+        self.model = backend.model
+        self.dtype = next(self.model.parameters()).dtype
+
+    @property
+    def four_d(self) -> bool:
+        impl = getattr(self.model.config, "_attn_implementation", None)
+        return isinstance(self.s.cache, GrowingCache) and impl in FOUR_D_ATTENTION
+
+    def start(self, keys: list[Any], prompts: list[list[int]], room: int) -> list[list[int]]:
+        """A fresh cache holding the prompts' shared prefix (encoded once); the tails."""
+        import torch
+        from transformers import DynamicCache
+
+        s, device, n = self.s, self.b.device, len(prompts)
+        shared = min(common_prefix_len(prompts), min(len(p) for p in prompts) - 1)
+        s.cache = growing_cache_for(self.model.config) or DynamicCache(config=self.model.config)
+        s.keys, s.stats["rebuilds"] = keys, s.stats["rebuilds"] + 1
+        s.mask = torch.zeros((n, 0), dtype=torch.bool, device=device)
+        s.width = 0
+        s.last_pos = torch.full((n, 1), -1, dtype=torch.long, device=device)
+        s.reserve(room)
+        if shared > 0:
+            ids = torch.tensor([prompts[0][:shared]], dtype=torch.long, device=device)
+            with torch.inference_mode():
+                self.model(input_ids=ids, position_ids=torch.arange(shared, device=device)[None],
+                           past_key_values=s.cache, use_cache=True, logits_to_keep=1)
+            if n > 1:
+                s.cache.batch_repeat_interleave(n)
+            s.mask[:, :shared] = True
+            s.width = shared
+            s.last_pos += shared
+            s.stats["encoded_tokens"] += shared
+            s.stats["computed_tokens"] += shared
+            s.stats["reused_tokens"] += shared * (n - 1)
+        s.consumed = [list(p[:shared]) for p in prompts]
+        return [p[shared:] for p in prompts]
+
+    def prefill(self, tails: list[list[int]]) -> Any:
+        """Encode every row's tail (right-aligned in ``W`` new columns); next-token logits."""
+        import torch
+
+        s, device, n = self.s, self.b.device, len(tails)
+        lengths = [len(t) for t in tails]
+        width, start = max(lengths), s.width
+        ids = torch.full((n, width), self.b.pad_id, dtype=torch.long)
+        offsets = torch.zeros((n, width), dtype=torch.long)
+        for row, t in enumerate(tails):
+            ids[row, width - len(t):] = torch.tensor(t, dtype=torch.long)
+            offsets[row, width - len(t):] = torch.arange(1, len(t) + 1)
+            s.mask[row, start + width - len(t): start + width] = True
+            s.consumed[row].extend(t)
+        ids, offsets = ids.to(device), offsets.to(device)
+        positions = (s.last_pos + offsets).clamp(min=0)
+        s.last_pos = s.last_pos + torch.tensor(lengths, device=device)[:, None]
+        s.width = end = start + width
+        s.stats["encoded_tokens"] += sum(lengths)
+        if not self.four_d:
+            out = self.model(input_ids=ids, attention_mask=s.mask[:, :end].long(), position_ids=positions,
+                             past_key_values=s.cache, use_cache=True, logits_to_keep=1)
+            s.stats["computed_tokens"] += n * width
+            s.stats["prefill_chunks"] += 1
+            return out.logits[:, -1, :].float()
+        order = sorted(range(n), key=lambda r: lengths[r])
+        chunks = self.b._chunks(order, lengths) if n > 1 else [order]
+        if len(chunks) == 1:
+            chunks = [list(range(n))]
+        logits = None
+        for chunk in chunks:
+            w = max(lengths[r] for r in chunk)
+            idx = torch.tensor(chunk, dtype=torch.long, device=device)
+            whole = chunk == list(range(n))
+            cache = s.cache if whole else s.cache.rows(chunk, end - w, n, device)
+            out = self.model(input_ids=ids[idx, width - w:], attention_mask=_chunk_mask(s.mask[idx, :end], w, self.dtype),
+                             position_ids=positions[idx, width - w:], past_key_values=cache, use_cache=True,
+                             logits_to_keep=1).logits[:, -1, :].float()
+            if logits is None:
+                logits = out.new_empty((n, out.shape[-1]))
+            logits[idx] = out
+            s.stats["computed_tokens"] += len(chunk) * w
+            s.stats["prefill_chunks"] += 1
+        if len(chunks) > 1:
+            s.cache.set_length(end)
+        return logits
+
+    def step(self, step_ids: Any, feed: Any) -> Any:
+        """Feed one token per row (``feed`` False: a masked pad); next-token logits."""
+        s = self.s
+        s.reserve(s.width + 1)
+        s.mask[:, s.width] = feed
+        s.width += 1
+        s.last_pos = s.last_pos + feed.long()[:, None]
+        mask = s.additive_mask(self.dtype) if self.four_d else s.mask[:, : s.width].long()
+        return self.model(input_ids=step_ids[:, None], attention_mask=mask, position_ids=s.last_pos.clamp(min=0),
+                          past_key_values=s.cache, use_cache=True).logits[:, -1, :].float()
+
+
+def generate_in_session(backend: Any, session: DecodeSession, keys: list[Any], prompts: list[list[int]],
+                        max_new_tokens: int, temperature: float, generator: Any) -> tuple[list, list, list]:
+    """Tokens, logprobs and finish reasons for ``prompts``, continuing ``session`` when it
+    matches (else starting it afresh)."""
+    import torch
+
+    turn = SessionTurn(backend, session)
+    if backend.max_positions is not None:
+        max_new_tokens = max(0, min(max_new_tokens, backend.max_positions - max(len(p) for p in prompts)))
+    t0 = time.perf_counter()  # prefill_s: the shared prefix (when started here) and the tails
+    if session.matches(keys, prompts):
+        session.keep(keys)
+        tails = [p[len(c):] for p, c in zip(prompts, session.consumed)]
+        session.stats["reused_tokens"] += sum(len(c) for c in session.consumed)
+    else:
+        tails = turn.start(keys, prompts, max(len(p) for p in prompts) + max_new_tokens)
+    n = len(prompts)
+    growths_before = session.cache.growths if isinstance(session.cache, GrowingCache) else 0
+    session.reserve(session.width + max(len(t) for t in tails) + max_new_tokens)
+    tokens: list[list[int]] = [[] for _ in range(n)]
+    logps: list[list[float]] = [[] for _ in range(n)]
+    finish = ["length"] * n
+    with torch.inference_mode():
+        logits = turn.prefill(tails)
+        session.stats["prefill_s"] += time.perf_counter() - t0
+        live = torch.ones(n, dtype=torch.bool, device=backend.device)
+        for step in range(max_new_tokens):
+            nxt, chosen = sample(logits, temperature, generator)
+            stopped = torch.isin(nxt, backend._stop)
+            for row, (tok, lp, st, alive) in enumerate(zip(nxt.tolist(), chosen.tolist(), stopped.tolist(),
+                                                           live.tolist())):
+                if alive:
+                    tokens[row].append(tok)
+                    logps[row].append(lp)
+                    if st:
+                        finish[row] = "stop"
+            feed = live.clone()  # rows whose sampled token goes into the cache now
+            live = live & ~stopped
+            if step == max_new_tokens - 1 or not bool(live.any()):
+                break
+            # a row that just stopped keeps its stop token for the next turn's tail
+            feed = feed & live
+            for row in feed.nonzero().squeeze(-1).tolist():
+                session.consumed[row].append(tokens[row][-1])
+            logits = turn.step(torch.where(feed, nxt, torch.full_like(nxt, backend.pad_id)), feed)
+    if isinstance(session.cache, GrowingCache):
+        session.stats["cache_growths"] += session.cache.growths - growths_before
+    return tokens, logps, finish

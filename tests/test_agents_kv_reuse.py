@@ -60,3 +60,40 @@ def test_session_falls_back_when_prompts_do_not_extend(tiny):
     plain = tiny.generate([[9, 9, 9]], max_new_tokens=3, temperature=0.0)
     assert session.stats["rebuilds"] == 2 and b[0].token_ids == plain[0].token_ids
     assert len(a) == 2
+
+
+def _full_forward_check(backend, episodes):
+    for e in episodes:
+        with torch.no_grad():
+            logp = torch.log_softmax(backend.model(torch.tensor([e.token_ids])).logits[0].float(), dim=-1)
+        idx = [i for i, m in enumerate(e.mask) if m == 1]
+        full = logp[torch.tensor(idx) - 1, torch.tensor([e.token_ids[i] for i in idx])]
+        assert torch.allclose(full, torch.tensor([e.logprobs[i] for i in idx]), atol=1e-4)
+
+
+def test_long_episodes_through_several_cache_growths_stay_exact(tiny):
+    """Six turns of 40 sampled tokens: the growing cache reallocates several times per layer
+    and turn prefills are split into length chunks; every logprob still matches one full
+    forward pass over the finished episode."""
+    tasks = [PlayTask(e, 0, max_turns=6) for e in ("spade/Env-00013", "spade/Env-00021", "spade/Env-00024")]
+    agent = LLMAgent(tiny, max_new_tokens=40, temperature=1.0, seed=3)
+    episodes = agent.play(tasks)
+    stats = agent.last_timings
+    assert max(e.turns for e in episodes) == 6
+    assert stats["cache_growths"] >= 2 * tiny.model.config.num_hidden_layers
+    assert stats["prefill_chunks"] > stats["rounds"]  # some turn's tails were prefilled in length chunks
+    assert stats["computed_tokens"] < 1.2 * stats["encoded_tokens"]  # little work spent on padding
+    _full_forward_check(tiny, episodes)
+
+
+def test_models_without_the_growing_cache_keep_dynamic_cache(tiny, monkeypatch):
+    from spade_envs.agents import kv_session
+
+    fast = LLMAgent(tiny, max_new_tokens=8, temperature=0.0).play(_tasks()[:4])
+    monkeypatch.setattr(kv_session, "growing_cache_for", lambda config: None)
+    agent = LLMAgent(tiny, max_new_tokens=8, temperature=0.0)
+    slow = agent.play(_tasks()[:4])
+    assert agent.last_timings["cache_growths"] == 0
+    for a, b in zip(fast, slow):
+        assert a.token_ids == b.token_ids
+        assert max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs)) < 1e-4

@@ -80,9 +80,26 @@ def test_envs_per_round_caps_waiting_candidates_too():
     for i in range(5):
         buf.add(ReplayEntry(f"k{i}", source="s", added_round=i))
         led.add(Candidate(f"c{i}", f"g{i}", i, True, f"k{i}"))
-    fake = SimpleNamespace(config=SimpleNamespace(envs_per_round=3), ledger=led, buffer=buf, rng=random.Random(0))
+    fake = SimpleNamespace(config=SimpleNamespace(envs_per_round=3, replay_share=0.0), ledger=led, buffer=buf, rng=random.Random(0))
     picked = SelfPlayTrainer._pick(fake)
     assert [e.key for e in picked] == ["k0", "k1", "k2"]
+
+
+def test_replay_share_keeps_slots_for_replay_entries():
+    from spade_envs.selfplay.trainer import SelfPlayTrainer
+
+    buf = ReplayBuffer(capacity=16)
+    led = DesignerLedger()
+    for i in range(3):
+        buf.add(ReplayEntry(f"seed{i}", env_id=f"spade/Env-0000{i + 1}-v0"))
+    for i in range(5):
+        buf.add(ReplayEntry(f"k{i}", source="s", added_round=i))
+        led.add(Candidate(f"c{i}", f"g{i}", i, True, f"k{i}"))
+    fake = SimpleNamespace(config=SimpleNamespace(envs_per_round=6, replay_share=0.34), ledger=led, buffer=buf,
+                           rng=random.Random(0))
+    keys = [e.key for e in SelfPlayTrainer._pick(fake)]
+    assert keys[:4] == ["k0", "k1", "k2", "k3"] and len(keys) == 6
+    assert "k4" not in keys  # two slots stay with replay; the fifth candidate waits
 
 
 def test_stored_scores_come_from_the_actual_plays():

@@ -84,6 +84,7 @@ class SelfPlayConfig:
     max_turns: int = 2  #: turns per episode (SPADE: at most 25)
     agent_max_new_tokens: int = 12  #: tokens per agent turn
     envs_per_round: int = 2  #: at most this many environments per round (waiting candidates first, then replay)
+    replay_share: float = 0.0  #: share of ``envs_per_round`` kept for replay entries (waiting candidates never take it)
     failed_play_reward: float = 0.0  #: agent reward of a play whose environment failed (SPADE: -1)
     unterminated_reward: float | None = None  #: reward of a play that never terminated (None: its last reward; SPADE: 0)
     prefix_sliding: list[int] | None = None  #: ``[P, W]``: Prefix Sliding for the agent role
@@ -142,6 +143,8 @@ class SelfPlayConfig:
             raise SelfPlayConfigError("agent_group_size and designer_group_size must be >= 2 (GRPO groups)")
         if int(self.micro_batch_size) < 1 or int(self.max_context) < 64 or int(self.designer_prompt_tokens) < 64:
             raise SelfPlayConfigError("micro_batch_size must be >= 1, max_context and designer_prompt_tokens >= 64")
+        if not 0.0 <= float(self.replay_share) <= 1.0:
+            raise SelfPlayConfigError(f"replay_share must be in [0, 1], got {self.replay_share}")
         if not 0.0 <= float(self.params_share) <= 1.0:
             raise SelfPlayConfigError(f"params_share must be in [0, 1], got {self.params_share}")
         if self.seed_levels not in ("default", "easiest", "ladder"):
@@ -246,11 +249,13 @@ PRESETS: dict[str, dict[str, Any]] = {
     # the packaged SmolLM2-135M on 2 CPU cores (the main job): seeds at their easiest
     # level so the agent wins some plays, mostly params-mode design (a 135M model cannot
     # write a program that passes acceptance, but it can pick a variant)
-    # (checkpointing and micro-batches of 4 keep a step's peak memory in a few GiB: a CPU
+    # (replay_share: new variants are often beyond the 135M, so two of the six plays per
+    # round are seeds at their easiest level, where it wins some and the agent learns;
+    # checkpointing and micro-batches of 4 keep a step's peak memory in a few GiB: a CPU
     # attention step otherwise keeps every layer's attention weights for the backward pass)
     "cpu-smol": dict(model="default", learning_rate=5e-5, rounds=2, agent_max_new_tokens=48, max_turns=2,
-                     designer_max_new_tokens=192, envs_per_round=4, agent_group_size=4, hint_plays=2,
-                     designer_prompts=4, designer_group_size=2, params_share=0.75, seed_levels="easiest",
+                     designer_max_new_tokens=192, envs_per_round=6, replay_share=0.34, agent_group_size=4,
+                     hint_plays=2, designer_prompts=3, designer_group_size=2, params_share=0.67, seed_levels="easiest",
                      seed_games=False, micro_batch_size=4, gradient_checkpointing=True, max_context=1536,
                      designer_prompt_tokens=1024, model_hints=False, reward_mode="blend",
                      # tool-use seeds carry 600-1600 prompt tokens of tool specs: on 2 cores one

@@ -58,8 +58,12 @@ def plain_summary(summary: dict[str, Any], rows: list[dict[str, Any]], compare: 
         f"{proposed - params} as programs); {valid} passed acceptance and {registered} were registered as new "
         f"registry entries (generation(s) {', '.join(map(str, summary.get('generations') or [])) or 'none'}).",
     ]
+    played = [r.get("mean_regret") for r in rows if r.get("mean_regret") is not None]
     if regrets:
-        lines.append(f"Their measured regret (hinted minus plain reward of the agent) averaged {sum(regrets) / len(regrets):.3f}.")
+        lines.append(f"The accepted ones' measured regret (hinted minus plain reward of the agent) averaged "
+                     f"{sum(regrets) / len(regrets):.3f}"
+                     + (f"; over every environment played it averaged {sum(played) / len(played):.3f}." if played
+                        else "."))
     elif registered:
         lines.append("Their regret was measured from the agent's plays and stored with them in the registry.")
     lines.append(f"The agent played {plays} environment(s) per round in total and earned a mean reward of "

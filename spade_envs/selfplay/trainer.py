@@ -234,9 +234,11 @@ class SelfPlayTrainer:
 
     def _pick(self) -> list[ReplayEntry]:
         cap = self.config.envs_per_round
-        waiting = [k for k in self.ledger.pending_keys() if k in self.buffer][:cap]
-        plays = [self.buffer.entries[k] for k in waiting]
-        return plays + self.buffer.sample(max(0, cap - len(plays)), self.rng, exclude=set(waiting))
+        reserved = min(cap, round(cap * self.config.replay_share))  # replay slots waiting candidates never take
+        pending = [k for k in self.ledger.pending_keys() if k in self.buffer]
+        plays = [self.buffer.entries[k] for k in pending[:cap - reserved]]
+        # candidates past the cap wait for their turn in order rather than by priority
+        return plays + self.buffer.sample(max(0, cap - len(plays)), self.rng, exclude=set(pending))
 
     def _hinted(self, plays: list[ReplayEntry], seeds: list[int]) -> dict[str, list[Any]]:
         cfg = self.config
