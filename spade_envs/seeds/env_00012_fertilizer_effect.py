@@ -107,14 +107,13 @@ class FertilizerEffectEnv:
         obs = (
             f"An observational study recorded, for each {conf}, how many {unit} received {treat} or "
             f"{control} and how many of them had {outcome}:\n" + "\n".join(table)
-            + (f"\nWorked out: {rows[0][1]} of 100 with {treat} against {rows[0][3]} of 100 with {control} "
-               f"is a difference of {float(adjusted):g} percentage points."
-               if self.difficulty == 0 and k == 1 and rows[0][0] == rows[0][2] == 100 else "")
             + f"\nCausal assumptions: {conf} influences both which treatment was received and the "
             f"outcome; the treatment influences the outcome; there are no other common causes.\n"
             f"Estimate the average causal effect of {treat} (versus {control}) on the chance of "
             f"{outcome} across the whole population, P(outcome | do(treat)) - P(outcome | do(control)), "
             "in percentage points with one decimal (negative if it hurts): \\boxed{points}."
+            + (f"\nWorked out: the effect is {float(adjusted):g} points."
+               if self.difficulty == 0 and k == 1 and rows[0][0] == rows[0][2] == 100 else "")
         )
         return obs, {}
 
