@@ -10,16 +10,7 @@ from types import ModuleType, SimpleNamespace
 import pytest
 
 from spade_envs.agents.backend_vllm import VLLMBackend
-
-
-class _Tok:
-    eos_token_id = 2
-
-    def get_vocab(self):
-        return {"<|im_end|>": 3}
-
-    def decode(self, ids, skip_special_tokens=False):
-        return " ".join(map(str, ids))
+from vllm_stubs import StubTokenizer
 
 
 class _LLM:
@@ -30,7 +21,7 @@ class _LLM:
         self.calls = []
 
     def get_tokenizer(self):
-        return _Tok()
+        return StubTokenizer()
 
     def generate(self, prompts, params, use_tqdm=False):
         self.calls.append(len(prompts))

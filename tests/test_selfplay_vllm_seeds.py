@@ -8,16 +8,7 @@ import random
 from types import SimpleNamespace
 
 from spade_envs.selfplay.policy import TrainerVLLMColocateBackend, TrainerVLLMServerBackend, request_seeds
-
-
-class _Tok:
-    eos_token_id = 2
-
-    def get_vocab(self):
-        return {"<|im_end|>": 3}
-
-    def decode(self, ids, skip_special_tokens=False):
-        return " ".join(map(str, ids))
+from vllm_stubs import StubTokenizer
 
 
 class _Params:
@@ -61,7 +52,7 @@ class _FakeClient:
 
 
 def _trainer():
-    return SimpleNamespace(processing_class=_Tok(), state=SimpleNamespace(global_step=0), _last_loaded_step=0,
+    return SimpleNamespace(processing_class=StubTokenizer(), state=SimpleNamespace(global_step=0), _last_loaded_step=0,
                            accelerator=SimpleNamespace(process_index=0, num_processes=1),
                            vllm_generation=SimpleNamespace(sync_weights=lambda: None))
 
