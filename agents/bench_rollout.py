@@ -2,8 +2,9 @@
 
 The workload is multi-turn: the tool-use and multi-step seed environments (ids 13-24,
 which answer a tool call or a move and go on), ``max_turns`` turns (3; quick: 3) of
-``max_new_tokens`` tokens each (48; quick: 24), greedy, cycling through the ids with
-seeds 0, 1, ... The same episodes are played:
+``max_new_tokens`` tokens each (128, half the agents' default of 256: a tool call with
+a line of reasoning; quick: 24), greedy, cycling through the ids with seeds 0, 1, ...
+The same episodes are played:
 
 - at batch 1 and batch 8 (the first ``n_small`` episodes), and at batch 32 (all, in the
   sandbox when it is available), with the KV cache kept across turns and the shared
@@ -70,7 +71,7 @@ def run(quick: bool = False, model: str = "default") -> dict[str, Any]:
     from .backend_transformers import TransformersBackend
     from .rollout import LLMAgent
 
-    max_new_tokens, max_turns, n_small, n_big = (24, 3, 8, 32) if quick else (48, 3, 16, 32)
+    max_new_tokens, max_turns, n_small, n_big = (24, 3, 8, 32) if quick else (128, 3, 8, 32)
     t = time.perf_counter()
     backend = TransformersBackend(model, device="cpu")
     figures: dict[str, Any] = {

@@ -54,12 +54,14 @@ def level_text(spec: dict[str, Any], level: int) -> str:
 def play_single(agent: Any, jobs: list[tuple[str, int, int]], max_turns: int) -> dict[tuple[str, int], list[bool]]:
     from spade_envs.agents import PlayTask
 
-    tasks = [PlayTask(env_id=env_id, seed=SEED0 + i, kwargs={"difficulty": level}, max_turns=max_turns)
-             for env_id, level, n in jobs for i in range(n)]
-    episodes = agent.play(tasks)
     wins: dict[tuple[str, int], list[bool]] = {}
-    for ep in episodes:
-        wins.setdefault((ep.task.env_id, ep.task.kwargs["difficulty"]), []).append(bool(ep.won))
+    for env_id, level, n in jobs:  # one batch per level: its rows share the prompt prefix (tool specs), encoded once
+        tasks = [PlayTask(env_id=env_id, seed=SEED0 + i, kwargs={"difficulty": level}, max_turns=max_turns)
+                 for i in range(n)]
+        t = time.perf_counter()
+        wins[(env_id, level)] = [bool(ep.won) for ep in agent.play(tasks)]
+        print(f"{env_id} level {level}: {sum(wins[(env_id, level)])}/{n} in {time.perf_counter() - t:.0f} s",
+              file=sys.stderr, flush=True)
     return wins
 
 

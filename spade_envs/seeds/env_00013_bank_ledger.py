@@ -22,7 +22,7 @@ PARAMETERS = {'type': 'object',
                                'maximum': 4,
                                'default': 3,
                                'description': '0: one customer with one account and no pending amounts, the '
-                                              'lookups already made: read the balance (loose answer format); '
+                                              'lookups already made, the upshot stated: read the balance (loose answer format); '
                                               '1: two customers, one account each (three lookups); 2: four '
                                               'customers, up to two accounts and one pending amount each; 3: '
                                               'six customers, the target owns two to four accounts (the '
@@ -145,8 +145,9 @@ class BankLedgerEnv(ToolUseBaseEnv):
             "once every pending transaction posts? Use the tools, then reply with "
             "<answer>amount in dollars</answer>."
         )
-        if self.difficulty == 0:
-            obs += self._prefetched()
+        if self.difficulty == 0:  # a read-off: every call made, its upshot stated, no tool left to call
+            obs += self._prefetched() + f"\nAll done: the answer is {self._expected_answer}."
+            self._tools = {}
         self._fit_turns()
         return obs, {}
 
@@ -193,6 +194,8 @@ class BankLedgerEnv(ToolUseBaseEnv):
         return ", ".join(f"{a:+d}" for a in amounts) if amounts else "none"
 
     def solution(self):
+        if self.difficulty == 0 and not self._tools:  # the calls were made in reset(): only the answer is left
+            return f"<answer>{self._expected_answer}</answer>"
         cid = [c for c, n in self._state["customers"].items() if n == self._target][0]
         calls = [{"name": "find_customer", "arguments": {"name": self._target}},
                  {"name": "list_accounts", "arguments": {"customer_id": cid}}]

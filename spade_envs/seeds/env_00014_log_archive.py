@@ -22,7 +22,7 @@ PARAMETERS = {'type': 'object',
                                'minimum': 0,
                                'maximum': 4,
                                'default': 3,
-                               'description': '0: one folder, one stale log, the tool calls already made: '
+                               'description': '0: one folder, one stale log, the tool calls already made, the upshot stated: '
                                               'report its size (loose answer format); 1: one service folder, '
                                               'one stale log; 2: two services, no nested folders; 3: two or '
                                               'three services with nested folders (the original); 4: five or '
@@ -153,8 +153,9 @@ class LogArchiveEnv(ToolUseBaseEnv):
             "(keep the names; leave every other file where it is). Then reply with "
             "<answer>total size in bytes of the files you archived</answer>."
         )
-        if self.difficulty == 0:
-            obs += self._prefetched()
+        if self.difficulty == 0:  # a read-off: every call made, its upshot stated, no tool left to call
+            obs += self._prefetched() + f"\nAll done: the answer is {self._expected_answer}."
+            self._tools = {}
         self._fit_turns()
         return obs, {}
 
@@ -242,6 +243,8 @@ class LogArchiveEnv(ToolUseBaseEnv):
         return "Not accepted: either the total is wrong or the files are not where they should be."
 
     def solution(self):
+        if self.difficulty == 0 and not self._tools:  # the calls were made in reset(): only the answer is left
+            return f"<answer>{self._expected_answer}</answer>"
         root = f"/srv/{self._project}"
         calls = [("list_dir", {"path": d}) for d in self._state["dirs"] if d.startswith(root)]
         calls += [("stat", {"path": p}) for p in sorted(self._original)

@@ -27,7 +27,7 @@ PARAMETERS = {'type': 'object',
                                'maximum': 4,
                                'default': 3,
                                'description': '0: two people, one short channel, the tool calls (thanks '
-                                              'included) already made: read the employee number (loose '
+                                              'included) already made, the upshot stated: read the employee number (loose '
                                               'answer format); 1: three people, one channel of one page; 2: '
                                               'five people, two channels; 3: seven people, four channels of '
                                               'several pages (the original); 4: twelve people, eight '
@@ -155,8 +155,9 @@ class TeamChatEnv(ToolUseBaseEnv):
             "this week. Send them a direct message that says thanks, and tell me their employee number so "
             "HR can send a voucher.' Reply with <answer>employee number</answer> after the message is sent."
         )
-        if self.difficulty == 0:
-            obs += self._prefetched()
+        if self.difficulty == 0:  # a read-off: every call made, its upshot stated, no tool left to call
+            obs += self._prefetched() + f"\nAll done: the answer is {self._expected_answer}."
+            self._tools = {}
         self._fit_turns()
         return obs, {}
 
@@ -218,6 +219,8 @@ class TeamChatEnv(ToolUseBaseEnv):
         return "Not accepted: the number is wrong or the right person has not been thanked yet."
 
     def solution(self):
+        if self.difficulty == 0 and not self._tools:  # the calls were made in reset(): only the answer is left
+            return f"<answer>{self._expected_answer}</answer>"
         n = len(self._state["channels"][self._channel])
         calls = [{"name": "read_channel", "arguments": {"channel": "#" + self._channel, "page": p}}
                  for p in range(1, (n + PAGE - 1) // PAGE + 1)]

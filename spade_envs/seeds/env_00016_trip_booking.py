@@ -23,7 +23,7 @@ PARAMETERS = {'type': 'object',
                                'maximum': 4,
                                'default': 3,
                                'description': '0: one flight a day, two hotels, one night, small prices, the '
-                                              'tool calls already made: add flight and night (loose answer '
+                                              'tool calls already made, the upshot stated: add flight and night (loose answer '
                                               'format); 1: two flights a day, three hotels, one or two '
                                               'nights; 2: two or three flights, four hotels; 3: three to '
                                               'five flights a day, six hotels, two to six nights (the '
@@ -177,8 +177,9 @@ class TripBookingEnv(ToolUseBaseEnv):
             f"rated at least {min_rating}, checking in on {date}. Book nothing else. Then reply with "
             "<answer>total trip cost in EUR</answer> (flight plus every night)."
         )
-        if self.difficulty == 0:
-            obs += self._prefetched()
+        if self.difficulty == 0:  # a read-off: every call made, its upshot stated, no tool left to call
+            obs += self._prefetched() + f"\nAll done: the answer is {self._expected_answer}."
+            self._tools = {}
         self._fit_turns()
         return obs, {}
 
@@ -252,6 +253,8 @@ class TripBookingEnv(ToolUseBaseEnv):
         return "Not accepted: check the bookings and the total."
 
     def solution(self):
+        if self.difficulty == 0 and not self._tools:  # the calls were made in reset(): only the answer is left
+            return f"<answer>{self._expected_answer}</answer>"
         f = self._state["flights"][self._flight]
         calls = [
             {"name": "search_flights", "arguments": {"origin": f["from"], "destination": f["to"], "date": self._date}},

@@ -22,7 +22,7 @@ PARAMETERS = {'type': 'object',
                                'maximum': 4,
                                'default': 3,
                                'description': '0: two warehouses, a one-line order short of stock, the tool '
-                                              'calls already made: the units moved (loose answer format); 1: '
+                                              'calls already made, the upshot stated: the units moved (loose answer format); 1: '
                                               'three warehouses, two lines, one short; 2: three warehouses, '
                                               'three lines, one or two short; 3: four warehouses, four '
                                               'lines, two or three short (the original); 4: six warehouses, '
@@ -147,8 +147,9 @@ class WarehouseRestockEnv(ToolUseBaseEnv):
             "(alphabetically first on a tie), then from the next. Then reply with "
             "<answer>total units transferred</answer>."
         )
-        if self.difficulty == 0:
-            obs += self._prefetched()
+        if self.difficulty == 0:  # a read-off: every call made, its upshot stated, no tool left to call
+            obs += self._prefetched() + f"\nAll done: the answer is {self._expected_answer}."
+            self._tools = {}
         self._fit_turns()
         return obs, {}
 
@@ -224,6 +225,8 @@ class WarehouseRestockEnv(ToolUseBaseEnv):
         return moves
 
     def solution(self):
+        if self.difficulty == 0 and not self._tools:  # the calls were made in reset(): only the answer is left
+            return f"<answer>{self._expected_answer}</answer>"
         calls = [{"name": "get_order", "arguments": {"order_id": self._order}}]
         calls += [{"name": "get_stock", "arguments": {"sku": sku}} for sku in self._lines]
         calls += [{"name": "transfer_stock", "arguments": m} for m in self._plan()]

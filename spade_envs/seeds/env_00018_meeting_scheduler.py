@@ -40,11 +40,16 @@ PARAMETERS = {'type': 'object',
                                'maximum': 4,
                                'default': 3,
                                'description': '0: one invitee, one busy block a day, two rooms, the lookups '
-                                              'already made (booking left to do); 1: two invitees, few busy '
+                                              'and the booking already made, the upshot stated: read the start (loose answer '
+                                              'format); 1: two invitees, few busy '
                                               'blocks; 2: two or three invitees, three rooms; 3: three or '
                                               'four invitees of seven people, two to four busy blocks a day, '
                                               'four rooms (the original); 4: five or six invitees, four to '
                                               'six busy blocks a day, six rooms'},
+                'loose_answer': {'type': ['boolean', 'null'],
+                                 'default': None,
+                                 'description': 'also accept the last date and time of a reply without <answer> '
+                                                '(null: only at difficulty 0)'},
                 'num_invitees': {'type': ['integer', 'null'],
                                  'minimum': 1,
                                  'maximum': 6,
@@ -68,12 +73,12 @@ LEVELS = {
 
 
 def _loose_number(text):
-    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
+    """The one \\boxed{} answer of a reply, else its last 'YYYY-MM-DD HH:MM' (or '... at HH:MM') when it names few."""
     boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
     if boxed:
         return boxed.pop() if len(boxed) == 1 else None
-    found = re.findall(r"-?\d+", text)
-    return found[-1] if found and len(set(found)) <= 6 else None
+    found = re.findall(r"(\d{4}-\d{2}-\d{2})(?:[ T]|\s+at\s+)(\d{2}:\d{2})", text)
+    return " ".join(found[-1]) if found and len(set(found)) <= 3 else None
 
 
 class MeetingSchedulerEnv(ToolUseBaseEnv):
@@ -83,7 +88,7 @@ class MeetingSchedulerEnv(ToolUseBaseEnv):
         self.difficulty = difficulty
         invitees, self._person_blocks, self._room_blocks, self._n_rooms = LEVELS[difficulty]
         self._n_invitees = invitees if num_invitees is None else (num_invitees, num_invitees)
-        self._loose = False  # the answer is a date and time: always in <answer>
+        self._loose = difficulty == 0 if loose_answer is None else loose_answer
         self._turns_asked = max_turns
         super().__init__(max_turns=max_turns, **kwargs)
 
@@ -177,8 +182,10 @@ class MeetingSchedulerEnv(ToolUseBaseEnv):
             "(alphabetically first on a tie). Reply with "
             "<answer>YYYY-MM-DD HH:MM</answer> (the start you booked)."
         )
-        if self.difficulty == 0:
-            obs += self._prefetched()
+        if self.difficulty == 0:  # a read-off: every call made, its upshot stated, no tool left to call
+            day, hhmm = self._expected_answer.split()
+            obs += self._prefetched() + f"\nAll done: the meeting is booked on {day} at {hhmm}."
+            self._tools = {}
         self._fit_turns()
         return obs, {}
 
@@ -223,8 +230,6 @@ class MeetingSchedulerEnv(ToolUseBaseEnv):
         lines = []
         for block in re.findall(r"<tool_call>(.*?)</tool_call>", self.solution(), re.S):
             call = json.loads(block)
-            if call["name"].startswith("book"):
-                continue  # the booking (and with it the answer) is left to the agent
             args = ", ".join(f"{k}={v!r}" for k, v in call["arguments"].items())
             lines.append(f"  {call['name']}({args}) -> {getattr(self, 'tool_' + call['name'])(**call['arguments'])}")
         return "\nThese tool calls were already made for you (with their results):\n" + "\n".join(lines)
@@ -289,6 +294,8 @@ class MeetingSchedulerEnv(ToolUseBaseEnv):
         return "Not accepted: the booked meeting or the reported start is not the earliest valid one."
 
     def solution(self):
+        if self.difficulty == 0 and not self._tools:  # the calls were made in reset(): only the answer is left
+            return f"<answer>{self._expected_answer}</answer>"
         date, start, room = self._slot
         calls = [{"name": "find_person", "arguments": {"name": self._state["people"][e]["name"]}} for e in self._invitees]
         calls += [{"name": "get_busy", "arguments": {"email": e, "start_date": self._dates[0], "days": 5}} for e in self._invitees]

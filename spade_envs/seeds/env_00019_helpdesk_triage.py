@@ -26,7 +26,7 @@ PARAMETERS = {'type': 'object',
                                'maximum': 4,
                                'default': 3,
                                'description': '0: six tickets, one under the policy with few users, the tool '
-                                              'calls already made: report its users (loose answer format); '
+                                              'calls already made, the upshot stated: report its users (loose answer format); '
                                               '1: ten tickets, one or two under the policy; 2: twenty '
                                               'tickets; 3: thirty-four tickets over pages, at least three '
                                               'under the policy (the original); 4: eighty tickets, at least '
@@ -149,8 +149,9 @@ class HelpdeskTriageEnv(ToolUseBaseEnv):
             "to the team's on-call agent (leave all other tickets untouched). Do it, then reply with "
             "<answer>total number of affected users across the tickets that fall under the policy</answer>."
         )
-        if self.difficulty == 0:
-            obs += self._prefetched()
+        if self.difficulty == 0:  # a read-off: every call made, its upshot stated, no tool left to call
+            obs += self._prefetched() + f"\nAll done: the answer is {self._expected_answer}."
+            self._tools = {}
         self._fit_turns()
         return obs, {}
 
@@ -222,6 +223,8 @@ class HelpdeskTriageEnv(ToolUseBaseEnv):
         return "Not accepted: the assignments or the total are not right."
 
     def solution(self):
+        if self.difficulty == 0 and not self._tools:  # the calls were made in reset(): only the answer is left
+            return f"<answer>{self._expected_answer}</answer>"
         n = len([t for t, v in self._state["tickets"].items() if v["product"] == self._product and v["status"] == "open"])
         calls = [{"name": "list_agents", "arguments": {"team": self._product}}]
         calls += [{"name": "search_tickets", "arguments": {"product": self._product, "status": "open", "page": p}}

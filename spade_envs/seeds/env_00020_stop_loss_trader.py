@@ -25,9 +25,14 @@ PARAMETERS = {'type': 'object',
                                'maximum': 4,
                                'default': 3,
                                'description': '0: two positions (both past the stop), no commission, the '
-                                              'lookups already made (orders left to do); 1: two positions; '
+                                              'lookups and the orders already made, the upshot stated: read the shares bought '
+                                              '(loose answer format); 1: two positions; '
                                               '2: four positions; 3: six positions with a commission (the '
                                               'original); 4: ten positions'},
+                'loose_answer': {'type': ['boolean', 'null'],
+                                 'default': None,
+                                 'description': 'also accept the last number of a reply without <answer> '
+                                                '(null: only at difficulty 0)'},
                 'num_positions': {'type': ['integer', 'null'],
                                   'minimum': 2,
                                   'maximum': 10,
@@ -49,7 +54,7 @@ def _loose_number(text):
     boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
     if boxed:
         return boxed.pop() if len(boxed) == 1 else None
-    found = re.findall(r"-?\d+", text)
+    found = re.findall(r"-?\d+(?:\.\d+)?", text)  # amounts have cents
     return found[-1] if found and len(set(found)) <= 6 else None
 
 
@@ -59,7 +64,7 @@ class StopLossTraderEnv(ToolUseBaseEnv):
     def __init__(self, max_turns=24, difficulty=3, num_positions=None, loose_answer=None, **kwargs):
         self.difficulty = difficulty
         self._n_positions = LEVELS[difficulty] if num_positions is None else num_positions
-        self._loose = False  # the answer is an amount with cents: always in <answer>
+        self._loose = difficulty == 0 if loose_answer is None else loose_answer
         self._turns_asked = max_turns
         super().__init__(max_turns=max_turns, **kwargs)
 
@@ -88,6 +93,8 @@ class StopLossTraderEnv(ToolUseBaseEnv):
         cash = self._state["cash"]
         for s in self._sell:
             cash += holdings[s]["shares"] * quotes[s] - self._commission
+        if self.difficulty == 0:  # a short read-off answer: fewer than 100 shares bought
+            quotes[target] = max(quotes[target], cash // 99 + 1)
         self._buy = max(0, (cash - self._commission) // quotes[target])
         self._final_cash = cash - self._buy * quotes[target] - (self._commission if self._buy else 0)
         self._expected_answer = _usd(self._final_cash)
@@ -120,8 +127,13 @@ class StopLossTraderEnv(ToolUseBaseEnv):
             f"as many whole shares of {target} as possible in a single order.' Execute it and reply with "
             "<answer>cash left in USD, dollars and cents</answer>."
         )
-        if self.difficulty == 0:
-            obs += self._prefetched()
+        if self.difficulty == 0:  # a read-off: every call made, its upshot stated, no tool left to call
+            # the question becomes the shares bought (an amount with cents would be a 3+ digit leak)
+            self._expected_answer = str(self._buy)
+            obs = obs.replace("<answer>cash left in USD, dollars and cents</answer>",
+                              f"<answer>number of {target} shares bought</answer>")
+            obs += self._prefetched() + f"\nAll done: the answer is {self._expected_answer}."
+            self._tools = {}
         self._fit_turns()
         return obs, {}
 
@@ -133,8 +145,6 @@ class StopLossTraderEnv(ToolUseBaseEnv):
         lines = []
         for block in re.findall(r"<tool_call>(.*?)</tool_call>", self.solution(), re.S):
             call = json.loads(block)
-            if call["name"] == "place_order":
-                continue  # the orders (and with them the answer) are left to the agent
             args = ", ".join(f"{k}={v!r}" for k, v in call["arguments"].items())
             lines.append(f"  {call['name']}({args}) -> {getattr(self, 'tool_' + call['name'])(**call['arguments'])}")
         return "\nThese tool calls were already made for you (with their results):\n" + "\n".join(lines)
@@ -195,6 +205,8 @@ class StopLossTraderEnv(ToolUseBaseEnv):
         return "Not accepted: the trades or the remaining cash do not match the instruction."
 
     def solution(self):
+        if self.difficulty == 0 and not self._tools:  # the calls were made in reset(): only the answer is left
+            return f"<answer>{self._expected_answer}</answer>"
         held = self._state["holdings"]
         calls = [{"name": "get_account", "arguments": {}}, {"name": "get_portfolio", "arguments": {}}]
         calls += [{"name": "get_quote", "arguments": {"symbol": s}} for s in sorted(held)]

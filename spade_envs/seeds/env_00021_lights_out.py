@@ -16,8 +16,8 @@ PARAMETERS = {'type': 'object',
                                'minimum': 0,
                                'maximum': 4,
                                'default': 3,
-                               'description': '0: one hidden press made a plus of five lights: press its '
-                                              'centre (loose answer format: the last two numbers of a '
+                               'description': '0: one hidden press made a plus of five lights, its centre '
+                                              'stated: press it (loose answer format: the last two numbers of a '
                                               'reply); 1: two or three presses; 2: three or four; 3: four to '
                                               'seven presses, six or more lights on (the original); 4: nine '
                                               'to twelve presses, twelve or more lights on'},
@@ -81,10 +81,14 @@ class LightsOutEnv:
         self.max_turns = self._max_turns_arg or self._budget
         self._turn = 0
         self._done = False
-        return self._render("Switch off every light. ") + (
+        obs = self._render("Switch off every light. ") + (
             f"\nEach press toggles the cell and its up/down/left/right neighbours. You have {self._budget} "
             "presses. Press one cell per turn with \\boxed{row,col} (1-based, row first)."
-        ), {}
+        )
+        if self.difficulty == 0:  # a read-off: the one press is worked out
+            (r, c), = presses
+            obs += f"\nWorked out: one press on row {r + 1}, column {c + 1} (the plus's centre) switches every light off."
+        return obs, {}
 
     @staticmethod
     def _toggle(board, r, c):

@@ -20,7 +20,7 @@ PARAMETERS = {'type': 'object',
                                'minimum': 0,
                                'maximum': 4,
                                'default': 3,
-                               'description': '0: one peg of three colours (loose answer format: a colour '
+                               'description': '0: one peg of three colours, the code stated (loose answer format: a colour '
                                               'letter or name); 1: two pegs, four colours; 2: three pegs, '
                                               'five colours; 3: four or five pegs of six or seven colours '
                                               '(the original); 4: six pegs of eight colours'},
@@ -80,6 +80,8 @@ class CodeBreakerEnv:
             "pegs are the right colour in the right place (exact) and how many more are the right colour in "
             f"the wrong place (partial). Guess by writing {self._length} colour letters inside \\boxed{{}}."
         )
+        if self.difficulty == 0:  # a read-off: the code is worked out
+            obs += f"\nWorked out from the lock's markings: the code is {self._code}."
         return obs, {}
 
     def _score(self, guess):

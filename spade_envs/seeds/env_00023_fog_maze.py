@@ -17,7 +17,7 @@ PARAMETERS = {'type': 'object',
                                'minimum': 0,
                                'maximum': 4,
                                'default': 3,
-                               'description': '0: a 2x2 maze with the exit one move away (loose answer '
+                               'description': '0: a 2x2 maze with the exit one move away, the move stated (loose answer '
                                               'format: a direction letter or word); 1: 3x3, exit two to four '
                                               'moves away; 2: 4x5, five to ten moves; 3: 6-8 x 6-8, twelve '
                                               'to forty moves (the original); 4: 12-14 x 12-14, forty to '
@@ -90,7 +90,11 @@ class FogMazeEnv:
         intro = (f"You are in a {self._h}x{self._w} maze in thick fog (rows 1-{self._h} top to bottom, columns "
                  f"1-{self._w} left to right). The exit is at row {self._exit[0] + 1}, column {self._exit[1] + 1}. "
                  f"You have {self.max_turns} moves; move by writing one direction letter (N, S, E or W) inside \\boxed{{}}.\n")
-        return intro + self._view(), {}
+        obs = intro + self._view()
+        if self.difficulty == 0:  # a read-off: the one move is worked out
+            step = {v: k for k, v in WORDS.items() if k in ("NORTH", "SOUTH", "EAST", "WEST")}
+            obs += f"\nWorked out: one move {step[self.solution().strip()[-2]].lower()} reaches the exit."
+        return obs, {}
 
     def _neighbour(self, cell, d):
         return cell[0] + MOVES[d][0], cell[1] + MOVES[d][1]

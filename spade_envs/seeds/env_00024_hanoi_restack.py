@@ -16,7 +16,7 @@ PARAMETERS = {'type': 'object',
                                'minimum': 0,
                                'maximum': 4,
                                'default': 3,
-                               'description': "0: one disk, one move (loose answer format: 'B to C' in a "
+                               'description': "0: one disk, one move, the move stated (loose answer format: 'B to C' in a "
                                               'reply); 1: two disks, two or three moves; 2: three disks, '
                                               'three to seven moves; 3: four to six disks, seven to '
                                               'forty-five moves (the original); 4: seven or eight disks, '
@@ -73,6 +73,9 @@ class HanoiRestackEnv:
         obs = (f"{self._n} disks (1 = smallest) sit on pegs A, B and C. Move them all onto peg {self._target}. "
                "Move one top disk per turn with \\boxed{X->Y}; a disk may never rest on a smaller one. "
                f"You have at most {self._limit} moves.\n" + self._render())
+        if self.difficulty == 0:  # a read-off: the one move is worked out
+            src, dst = self._plan()[0]
+            obs += f"\nWorked out: the one move is {src} to {dst}."
         return obs, {}
 
     def _stacks(self):
