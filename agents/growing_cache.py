@@ -219,6 +219,14 @@ class GrowingCache(Cache):
                 layer.length = int(length)
                 layer._sync()
 
+    def copy_rows(self, src: torch.Tensor, dst: torch.Tensor, start: int, end: int) -> None:
+        """Copy columns ``start:end`` of rows ``src`` onto rows ``dst`` in every layer."""
+        for layer in self.layers:
+            if layer.is_initialized:
+                layer.reserve(end)
+                layer._k[dst, :, start:end] = layer._k[src, :, start:end]
+                layer._v[dst, :, start:end] = layer._v[src, :, start:end]
+
     def rows(self, rows: list[int], start: int, batch: int, device: torch.device) -> Cache:
         """A cache over ``rows`` (of ``batch`` in all) whose forward writes its states at
         columns ``start...`` of those rows and attends to columns ``< start`` plus its own."""

@@ -27,6 +27,8 @@ handed to the model as 4-D additive masks (no per-step concatenation, no re-expa
 A turn's tails are prefilled in chunks of similar length (the backend's
 ``max_pad_ratio`` rule), each computing only its own width and writing right-aligned
 into the shared layout, so one long tail does not make every row encode its padding.
+Rows whose whole sequence is identical (the rows of a GRPO group at their first turn)
+are computed once and their keys, values and logits copied to the others.
 Other models keep ``DynamicCache``, 2-D masks and one prefill per turn.
 
 A session is used only when the caller gives the same rows (by key) whose prompts extend
@@ -199,6 +201,10 @@ class SessionTurn:
         s, device, n = self.s, self.b.device, len(tails)
         lengths = [len(t) for t in tails]
         width, start = max(lengths), s.width
+        # rows whose whole sequence so far is the same (the rows of a GRPO group at their
+        # first turn) get the same keys, values and logits: compute one, copy to the rest
+        first: dict[tuple[int, ...], int] = {}
+        rep = [first.setdefault((*s.consumed[r], -1, *tails[r]), r) for r in range(n)] if self.four_d else list(range(n))
         ids = torch.full((n, width), self.b.pad_id, dtype=torch.long)
         offsets = torch.zeros((n, width), dtype=torch.long)
         for row, t in enumerate(tails):
@@ -210,16 +216,17 @@ class SessionTurn:
         positions = (s.last_pos + offsets).clamp(min=0)
         s.last_pos = s.last_pos + torch.tensor(lengths, device=device)[:, None]
         s.width = end = start + width
-        s.stats["encoded_tokens"] += sum(lengths)
+        s.stats["encoded_tokens"] += sum(lengths[r] for r in range(n) if rep[r] == r)
         if not self.four_d:
             out = self.model(input_ids=ids, attention_mask=s.mask[:, :end].long(), position_ids=positions,
                              past_key_values=s.cache, use_cache=True, logits_to_keep=1)
             s.stats["computed_tokens"] += n * width
             s.stats["prefill_chunks"] += 1
             return out.logits[:, -1, :].float()
-        order = sorted(range(n), key=lambda r: lengths[r])
-        chunks = self.b._chunks(order, lengths) if n > 1 else [order]
-        if len(chunks) == 1:
+        unique = [r for r in range(n) if rep[r] == r]
+        order = sorted(unique, key=lambda r: lengths[r])
+        chunks = self.b._chunks(order, lengths) if len(unique) > 1 else [order]
+        if len(chunks) == 1 and len(unique) == n:
             chunks = [list(range(n))]
         logits = None
         for chunk in chunks:
@@ -235,7 +242,14 @@ class SessionTurn:
             logits[idx] = out
             s.stats["computed_tokens"] += len(chunk) * w
             s.stats["prefill_chunks"] += 1
-        if len(chunks) > 1:
+        copies = [r for r in range(n) if rep[r] != r]
+        if copies:
+            dst = torch.tensor(copies, dtype=torch.long, device=device)
+            src = torch.tensor([rep[r] for r in copies], dtype=torch.long, device=device)
+            s.cache.copy_rows(src, dst, start, end)
+            logits[dst] = logits[src]
+            s.stats["reused_tokens"] += sum(lengths[r] for r in copies)
+        if chunks != [list(range(n))]:
             s.cache.set_length(end)
         return logits
 

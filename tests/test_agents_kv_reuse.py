@@ -97,3 +97,20 @@ def test_models_without_the_growing_cache_keep_dynamic_cache(tiny, monkeypatch):
     for a, b in zip(fast, slow):
         assert a.token_ids == b.token_ids
         assert max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs)) < 1e-4
+
+
+def test_identical_prompts_of_a_group_are_encoded_once(tiny):
+    """Four rows per environment on the same seed (a GRPO group): the first turn computes each
+    distinct prompt once, as a batch of the distinct prompts alone would, yet the rows sample
+    their own continuations and every logprob matches one full forward pass."""
+    envs = ("spade/Env-00013", "spade/Env-00021")
+    distinct = LLMAgent(tiny, max_new_tokens=10, temperature=1.0, seed=2)
+    distinct.play([PlayTask(e, 0, max_turns=1) for e in envs])
+    grouped = LLMAgent(tiny, max_new_tokens=10, temperature=1.0, seed=2)
+    episodes = grouped.play([PlayTask(e, 0, max_turns=1) for e in envs for _ in range(4)])
+    assert grouped.last_timings["encoded_tokens"] == distinct.last_timings["encoded_tokens"]
+    assert grouped.last_timings["computed_tokens"] == distinct.last_timings["computed_tokens"]
+    for k in range(len(envs)):
+        group = episodes[4 * k: 4 * k + 4]
+        assert len({tuple(e.token_ids) for e in group}) > 1  # the copies still sample on their own
+    _full_forward_check(tiny, episodes)

@@ -20,7 +20,7 @@ proposed) and mean regret, plus timings.
 
 ``spade bench learning [--json]`` calls :func:`run`; settings come from the environment:
 ``SPADE_BENCH_OUT`` (default ``runs/bench-learning``), ``SPADE_BENCH_TRAIN_S`` (training
-budget, default 600 s), ``SPADE_BENCH_EPISODES`` (default 96), ``SPADE_BENCH_MODEL``
+budget, default 1800 s: the issue's 30 minutes), ``SPADE_BENCH_EPISODES`` (default 96), ``SPADE_BENCH_MODEL``
 (default ``default``). ``--quick`` is a smoke run (tiny random model, 8 episodes, one
 round; its figures mean nothing). Progress lines go to stderr.
 """
@@ -67,8 +67,13 @@ def _play(model: str, tasks: list[Any], *, max_new_tokens: int, seed: int) -> li
     from ..agents import load_agent
 
     agent = load_agent(f"transformers:{model}", max_new_tokens=max_new_tokens, temperature=0.6, seed=seed)
-    try:
-        return [bool(ep.won) for ep in agent.play(tasks)]
+    try:  # one batch per environment: its rows share the prompt prefix, which is encoded once
+        won = [False] * len(tasks)
+        for env_id in dict.fromkeys(t.env_id for t in tasks):
+            idx = [i for i, t in enumerate(tasks) if t.env_id == env_id]
+            for i, ep in zip(idx, agent.play([tasks[i] for i in idx])):
+                won[i] = bool(ep.won)
+        return won
     finally:
         agent.close()
 
@@ -154,5 +159,5 @@ def run(quick: bool = False) -> dict[str, Any]:
             max_turns=1, max_new_tokens=4, overrides={"tensorboard": False}, say=say).items() if k != "bench"}
     result = run_learning_bench(out_dir=out, model=env.get("SPADE_BENCH_MODEL", "default"), overrides=BENCH_OVERRIDES,
                                 heldout_episodes=int(env.get("SPADE_BENCH_EPISODES", "96")),
-                                train_budget_s=float(env.get("SPADE_BENCH_TRAIN_S", "600")), say=say)
+                                train_budget_s=float(env.get("SPADE_BENCH_TRAIN_S", "1800")), say=say)
     return {k: v for k, v in result.items() if k != "bench"}
