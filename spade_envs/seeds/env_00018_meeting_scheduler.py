@@ -40,7 +40,7 @@ PARAMETERS = {'type': 'object',
                                'maximum': 4,
                                'default': 3,
                                'description': '0: one invitee, one busy block a day, two rooms, the lookups '
-                                              'and the booking already made, the upshot stated: read the start (loose answer '
+                                              'and the booking already made (calendars not shown), the upshot stated: read the start (loose answer '
                                               'format); 1: two invitees, few busy '
                                               'blocks; 2: two or three invitees, three rooms; 3: three or '
                                               'four invitees of seven people, two to four busy blocks a day, '
@@ -226,13 +226,15 @@ class MeetingSchedulerEnv(ToolUseBaseEnv):
         """Every episode allows at least the reference solution's steps plus one."""
         self.max_turns = max(self._turns_asked, self.solution().count("<tool_call>") + 2)
     def _prefetched(self):
-        """Difficulty 0: the reference tool calls already made (and applied), listed under the task."""
+        """Difficulty 0: the reference tool calls already made (and applied), listed under the task
+        (the calendars they read left out: only the booking's result is shown)."""
         lines = []
         for block in re.findall(r"<tool_call>(.*?)</tool_call>", self.solution(), re.S):
             call = json.loads(block)
             args = ", ".join(f"{k}={v!r}" for k, v in call["arguments"].items())
-            lines.append(f"  {call['name']}({args}) -> {getattr(self, 'tool_' + call['name'])(**call['arguments'])}")
-        return "\nThese tool calls were already made for you (with their results):\n" + "\n".join(lines)
+            result = getattr(self, 'tool_' + call['name'])(**call['arguments'])
+            lines.append(f"  {call['name']}({args})" + (f" -> {result}" if call["name"].startswith("book") else ""))
+        return "\nThese tool calls were already made for you:\n" + "\n".join(lines)
 
     def step(self, action):
         text = str(action)

@@ -87,7 +87,8 @@ class LightsOutEnv:
         )
         if self.difficulty == 0:  # a read-off: the one press is worked out
             (r, c), = presses
-            obs += f"\nWorked out: one press on row {r + 1}, column {c + 1} (the plus's centre) switches every light off."
+            obs += ("\nWorked out: one press on the plus's centre switches every light off. "
+                    f"The answer is \\boxed{{{r + 1},{c + 1}}}")
         return obs, {}
 
     @staticmethod

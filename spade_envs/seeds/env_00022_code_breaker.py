@@ -81,7 +81,7 @@ class CodeBreakerEnv:
             f"the wrong place (partial). Guess by writing {self._length} colour letters inside \\boxed{{}}."
         )
         if self.difficulty == 0:  # a read-off: the code is worked out
-            obs += f"\nWorked out from the lock's markings: the code is {self._code}."
+            obs += f"\nWorked out from the lock's markings: the code is {self._code}. The answer is \\boxed{{{self._code}}}"
         return obs, {}
 
     def _score(self, guess):

@@ -92,8 +92,7 @@ class FogMazeEnv:
                  f"You have {self.max_turns} moves; move by writing one direction letter (N, S, E or W) inside \\boxed{{}}.\n")
         obs = intro + self._view()
         if self.difficulty == 0:  # a read-off: the one move is worked out
-            step = {v: k for k, v in WORDS.items() if k in ("NORTH", "SOUTH", "EAST", "WEST")}
-            obs += f"\nWorked out: one move {step[self.solution().strip()[-2]].lower()} reaches the exit."
+            obs += f"\nWorked out: one move reaches the exit. The answer is {self.solution().strip()}"
         return obs, {}
 
     def _neighbour(self, cell, d):

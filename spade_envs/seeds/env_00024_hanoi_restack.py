@@ -75,7 +75,7 @@ class HanoiRestackEnv:
                f"You have at most {self._limit} moves.\n" + self._render())
         if self.difficulty == 0:  # a read-off: the one move is worked out
             src, dst = self._plan()[0]
-            obs += f"\nWorked out: the one move is {src} to {dst}."
+            obs += f"\nWorked out: one move finishes. The answer is \\boxed{{{src} to {dst}}}"
         return obs, {}
 
     def _stacks(self):
