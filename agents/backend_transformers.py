@@ -34,7 +34,10 @@ from ..errors import AgentError
 from .api import Backend, Generation
 from .chat import encode, render
 from .growing_cache import GrowingCache, growing_cache_for
-from .kv_session import DecodeSession, generate_in_session, sample
+from .kv_session import DecodeSession, common_prefix_len, generate_in_session, sample
+
+#: shortest common prompt prefix worth encoding once for a batch (tokens)
+SHARED_PREFIX_MIN = 16
 
 
 class TransformersBackend(Backend):
@@ -183,16 +186,25 @@ class TransformersBackend(Backend):
         if any(len(p) == 0 for p in prompts):
             raise AgentError("cannot generate from an empty prompt")
         n = len(prompts)
-        width = max(len(p) for p in prompts)
+        full_width = max(len(p) for p in prompts)
         if self.max_positions is not None:
-            max_new_tokens = max(0, min(max_new_tokens, self.max_positions - width))
+            max_new_tokens = max(0, min(max_new_tokens, self.max_positions - full_width))
+        # the prefix every prompt shares (system prompt, rules, tool specs) is encoded once
+        # and copied to every row; the tails are left-padded after it: [shared | pad.. tail]
+        shared = 0
+        if n > 1 and self.prefix_sliding is None:
+            shared = min(common_prefix_len(prompts), min(len(p) for p in prompts) - 1)
+            shared = shared if shared >= SHARED_PREFIX_MIN else 0
+        tails = [p[shared:] for p in prompts]
+        width = max(len(t) for t in tails)
         ids = torch.full((n, width), self.pad_id, dtype=torch.long)
-        attn = torch.zeros((n, width), dtype=torch.long)
-        for row, p in enumerate(prompts):
-            ids[row, width - len(p) :] = torch.tensor(p, dtype=torch.long)
-            attn[row, width - len(p) :] = 1
+        attn = torch.zeros((n, shared + width), dtype=torch.long)
+        attn[:, :shared] = 1
+        for row, t in enumerate(tails):
+            ids[row, width - len(t) :] = torch.tensor(t, dtype=torch.long)
+            attn[row, shared + width - len(t) :] = 1
         ids, attn = ids.to(self.device), attn.to(self.device)
-        positions = (attn.cumsum(-1) - 1).clamp(min=0)
+        positions = ((attn.cumsum(-1) - 1).clamp(min=0))[:, shared:]
         tokens: list[list[int]] = [[] for _ in range(n)]
         logps: list[list[float]] = [[] for _ in range(n)]
         finish = ["length"] * n
@@ -201,8 +213,13 @@ class TransformersBackend(Backend):
         live = torch.arange(n, device=self.device)  # original row of each batch row
         cache = self._make_cache()
         if isinstance(cache, GrowingCache):  # room for the whole generation up front
-            cache.reserve(width + max_new_tokens)
+            cache.reserve(shared + width + max_new_tokens)
         with torch.inference_mode():
+            if shared:
+                head = torch.tensor([prompts[0][:shared]], dtype=torch.long, device=self.device)
+                self.model(input_ids=head, position_ids=torch.arange(shared, device=self.device)[None],
+                           past_key_values=cache, use_cache=True, logits_to_keep=1)
+                cache.batch_repeat_interleave(n)
             logits = self.model(
                 input_ids=ids, attention_mask=attn, position_ids=positions,
                 past_key_values=cache, use_cache=True, logits_to_keep=1,

@@ -82,16 +82,16 @@ def play_games(backend: Any, jobs: list[tuple[str, int, int]], max_new_tokens: i
             finally:
                 games.open_game = original
 
-    specs = []
-    for env_id, level, n in jobs:
-        for i in range(n):
-            spec = MatchSpec(env_id, SEED0 + i, "random", (i % 2,))
-            levels[id(spec)] = level
-            specs.append(spec)
-    results = LevelRunner(backend, max_new_tokens=max_new_tokens).play(specs)
     wins: dict[tuple[str, int], list[bool]] = {}
-    for spec, res in zip(specs, results):
-        wins.setdefault((spec.env_id, levels[id(spec)]), []).append(res.outcome == "win")
+    for env_id, level, n in jobs:  # one batch per level: its prompts share the rules, encoded once
+        specs = [MatchSpec(env_id, SEED0 + i, "random", (i % 2,)) for i in range(n)]
+        for spec in specs:
+            levels[id(spec)] = level
+        t = time.perf_counter()
+        results = LevelRunner(backend, max_new_tokens=max_new_tokens).play(specs)
+        wins[(env_id, level)] = [res.outcome == "win" for res in results]
+        print(f"{env_id} level {level}: {sum(wins[(env_id, level)])}/{n} vs random in {time.perf_counter() - t:.0f} s",
+              file=sys.stderr, flush=True)
     return wins
 
 

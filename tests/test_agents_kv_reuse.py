@@ -114,3 +114,25 @@ def test_identical_prompts_of_a_group_are_encoded_once(tiny):
         group = episodes[4 * k: 4 * k + 4]
         assert len({tuple(e.token_ids) for e in group}) > 1  # the copies still sample on their own
     _full_forward_check(tiny, episodes)
+
+
+def test_a_batch_encodes_its_shared_prefix_once_and_matches_each_prompt_alone(tiny, monkeypatch):
+    """The session-less batch path (evals, games, batches over the session size): prompts
+    sharing a long prefix give the same greedy tokens and logprobs as each prompt alone,
+    and the model is shown the shared prefix once (one row) instead of once per prompt."""
+    from spade_envs.agents import backend_transformers as bt
+
+    head = list(range(10, 60))
+    prompts = [head + [70, 71, 72], head + [80], head + [90, 91, 92, 93, 94]]
+    alone = [tiny.generate([p], max_new_tokens=6, temperature=0.0)[0] for p in prompts]
+    widths = []
+    forward = tiny.model.forward
+    monkeypatch.setattr(tiny.model, "forward", lambda *a, **kw: widths.append(kw["input_ids"].shape) or forward(*a, **kw))
+    batch = tiny._generate_batch(prompts, 6, 0.0, None, [None] * 3)
+    assert widths[0] == (1, len(head)) and widths[1] == (3, 5)  # the prefix once, then the padded tails
+    for a, b in zip(alone, batch):
+        assert a.token_ids == b.token_ids
+        assert max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs)) < 1e-4
+    monkeypatch.setattr(bt, "SHARED_PREFIX_MIN", 10_000)  # sharing off: the same result
+    off = tiny._generate_batch(prompts, 6, 0.0, None, [None] * 3)
+    assert [g.token_ids for g in off] == [g.token_ids for g in batch]
