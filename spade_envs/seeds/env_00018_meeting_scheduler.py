@@ -184,6 +184,8 @@ class MeetingSchedulerEnv(ToolUseBaseEnv):
         )
         if self.difficulty == 0:  # a read-off: every call made, its upshot stated, no tool left to call
             day, hhmm = self._expected_answer.split()
+            obs = (f"Schedule '{self._title}' ({self._duration} minutes) with {names} at the earliest free time, "
+                   "then reply with <answer>YYYY-MM-DD HH:MM</answer> (the start you booked).")
             obs += self._prefetched() + f"\nAll done: the meeting is booked on {day} at {hhmm}."
             self._tools = {}
         self._fit_turns()

@@ -16,8 +16,8 @@ PARAMETERS = {'type': 'object',
                                'minimum': 0,
                                'maximum': 4,
                                'default': 3,
-                               'description': '0: one hidden press made a plus of five lights, its centre '
-                                              'stated: press it (loose answer format: the last two numbers of a '
+                               'description': '0: one hidden press made a plus of five lights (described, '
+                                              'not drawn), its centre stated: press it (loose answer format: the last two numbers of a '
                                               'reply); 1: two or three presses; 2: three or four; 3: four to '
                                               'seven presses, six or more lights on (the original); 4: nine '
                                               'to twelve presses, twelve or more lights on'},
@@ -85,8 +85,11 @@ class LightsOutEnv:
             f"\nEach press toggles the cell and its up/down/left/right neighbours. You have {self._budget} "
             "presses. Press one cell per turn with \\boxed{row,col} (1-based, row first)."
         )
-        if self.difficulty == 0:  # a read-off: the one press is worked out
+        if self.difficulty == 0:  # a read-off: the plus described (no grid), the one press worked out
             (r, c), = presses
+            obs = ("Switch off every light. Five lights are on, in a plus shape. Each press toggles the cell and "
+                   f"its up/down/left/right neighbours. You have {self._budget} presses. Press one cell per turn "
+                   "with \\boxed{row,col} (1-based, row first).")
             obs += ("\nWorked out: one press on the plus's centre switches every light off. "
                     f"The answer is \\boxed{{{r + 1},{c + 1}}}")
         return obs, {}
