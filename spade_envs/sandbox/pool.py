@@ -12,7 +12,10 @@ previous call of that message was answered (or the message was sent); nothing a 
 writes can move it. A worker past its deadline is killed with SIGKILL; a worker that
 dies, floods, or sends anything that :func:`.protocol.decode_reply` refuses is killed
 too, and only its own session fails. Nothing here uses signals inside workers
-(``math_verify`` resets SIGALRM).
+(``math_verify`` resets SIGALRM). Waiting on a single worker, the first :data:`SPIN_S`
+polls without blocking, yielding the CPU between polls (a cheap call answers within it,
+and a caller that went to sleep costs a cross-CPU wake-up); then it blocks in ``poll``
+until the next deadline.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from .zygote import Worker, Zygote, _static_layer_on, needs_full
 __all__ = ["Lost", "Worker", "WorkerPool", "Zygote", "needs_full"]
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False)
+#: how long :meth:`WorkerPool.exchange` polls without blocking before it sleeps in ``poll``
+SPIN_S = 0.0005
 
 
 @dataclass
@@ -191,9 +196,16 @@ class WorkerPool:
             pending[worker.rep_r] = (worker, len(calls))
             due[worker.rep_r] = time.monotonic() + deadline_s
             poller.register(worker.rep_r, select.POLLIN)
+        spin_end = time.monotonic() + (SPIN_S if len(pending) == 1 else 0.0)  # one call: a reply within microseconds
         while pending:
-            wait = min(due.values()) - time.monotonic()
-            events = poller.poll(wait * 1000.0 + 0.5) if wait > 0 else []
+            now = time.monotonic()
+            wait = min(due.values()) - now
+            if wait > 0 and now < spin_end:
+                events = poller.poll(0)
+                if not events:
+                    os.sched_yield()  # a worker waiting for this CPU gets it
+            else:
+                events = poller.poll(wait * 1000.0 + 0.5) if wait > 0 else []
             for fd, _ev in events:
                 worker, expected = pending[fd]
                 got = replies[worker]
