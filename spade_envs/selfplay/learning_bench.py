@@ -38,7 +38,7 @@ TARGET_DELTA = 0.10
 #: measured, so the designer works in params mode only (cheap on CPU) and the agent
 #: takes larger steps over more environments per round
 BENCH_OVERRIDES = dict(params_share=1.0, designer_prompts=1, designer_group_size=2, envs_per_round=6,
-                       agent_group_size=4, hint_plays=1, learning_rate=5e-5)
+                       agent_group_size=4, hint_plays=1, learning_rate=1e-4)
 EPISODE_SEED0 = 70_000  #: held-out episode seeds start here (away from acceptance/training seeds)
 
 
