@@ -28,8 +28,9 @@ def run(config: SelfPlayConfig, *, resume: bool = False, registry: Any = None, d
     """Run ``config.rounds`` rounds in total (continuing a checkpoint with ``resume``).
     With several processes (``accelerate launch``) only the main one writes metrics,
     TensorBoard, the plot and checkpoints; registry writes go through :mod:`.dist`.
-    ``time_budget_s``: start no new round once this many seconds have passed (at least
-    one round runs); the summary's ``stopped_by_budget`` says whether it cut the run short."""
+    ``time_budget_s``: start no new round that, at the mean round length so far, would end
+    past this many seconds (at least one round runs); the summary's ``stopped_by_budget``
+    says whether it cut the run short."""
     from . import dist
     from .trainer import SelfPlayTrainer
 
@@ -63,8 +64,9 @@ def run(config: SelfPlayConfig, *, resume: bool = False, registry: Any = None, d
     stopped = False
     try:
         while trainer.round < config.rounds:
-            if time_budget_s is not None and rows and time.perf_counter() - t0 >= time_budget_s:
-                stopped = True
+            spent = time.perf_counter() - t0
+            if time_budget_s is not None and rows and spent + spent / len(rows) > time_budget_s:
+                stopped = True  # another round of the mean length so far would overrun the budget
                 break
             row = trainer.run_round()
             logger.log(row)
