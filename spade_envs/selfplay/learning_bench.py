@@ -20,7 +20,7 @@ proposed) and mean regret, plus timings.
 
 ``spade bench learning [--json]`` calls :func:`run`; settings come from the environment:
 ``SPADE_BENCH_OUT`` (default ``runs/bench-learning``), ``SPADE_BENCH_TRAIN_S`` (training
-budget, default 1800 s: the issue's 30 minutes), ``SPADE_BENCH_EPISODES`` (default 96), ``SPADE_BENCH_MODEL``
+budget, default 1800 s: 30 minutes), ``SPADE_BENCH_EPISODES`` (default 96), ``SPADE_BENCH_MODEL``
 (default ``default``). ``--quick`` is a smoke run (tiny random model, 8 episodes, one
 round; its figures mean nothing). Progress lines go to stderr.
 """
