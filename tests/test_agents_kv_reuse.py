@@ -44,12 +44,7 @@ def test_reuse_plays_the_same_greedy_episodes_with_less_encoding(tiny):
 
 def test_reused_logprobs_match_one_full_forward(tiny):
     episodes = LLMAgent(tiny, max_new_tokens=10, temperature=1.0, seed=5).play(_tasks())
-    for e in episodes:
-        with torch.no_grad():
-            logp = torch.log_softmax(tiny.model(torch.tensor([e.token_ids])).logits[0].float(), dim=-1)
-        idx = [i for i, m in enumerate(e.mask) if m == 1]
-        full = logp[torch.tensor(idx) - 1, torch.tensor([e.token_ids[i] for i in idx])]
-        assert torch.allclose(full, torch.tensor([e.logprobs[i] for i in idx]), atol=1e-4)
+    _full_forward_check(tiny, episodes)
 
 
 def test_session_falls_back_when_prompts_do_not_extend(tiny):
