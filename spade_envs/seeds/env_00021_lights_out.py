@@ -17,8 +17,9 @@ PARAMETERS = {'type': 'object',
                                'maximum': 4,
                                'default': 3,
                                'description': '0: one hidden press made a plus of five lights (described, '
-                                              'not drawn), its centre stated: press it (loose answer format: the last two numbers of a '
-                                              'reply); 1: two or three presses; 2: three or four; 3: four to '
+                                              'not drawn), its centre stated as a cell number 1-25: press it '
+                                              '(loose answer format: a cell number, or the last two numbers '
+                                              'of a reply as row and column); 1: two or three presses; 2: three or four; 3: four to '
                                               'seven presses, six or more lights on (the original); 4: nine '
                                               'to twelve presses, twelve or more lights on'},
                 'num_presses': {'type': ['integer', 'null'],
@@ -33,22 +34,14 @@ PARAMETERS = {'type': 'object',
                               'description': 'presses allowed; null: the presses needed plus four'},
                 'loose_answer': {'type': ['boolean', 'null'],
                                  'default': None,
-                                 'description': 'also accept the last number of a reply without \\\\boxed{} '
-                                                '(null: only at difficulty 0)'}}}
+                                 'description': 'also accept a cell number (1-25, row by row) and the last '
+                                                'numbers of a reply without \\\\boxed{} (null: only at '
+                                                'difficulty 0)'}}}
 
 #: difficulty -> (presses that made the pattern, least lights on)
 LEVELS = {0: ((1, 1), 5), 1: ((2, 3), 4), 2: ((3, 4), 5), 3: ((4, 7), 6), 4: ((9, 12), 12)}
 
 SIZE = 5
-
-def _loose_number(text):
-    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
-    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
-    if boxed:
-        return boxed.pop() if len(boxed) == 1 else None
-    found = re.findall(r"-?\d+", text)
-    return found[-1] if found and len(set(found)) <= 6 else None
-
 
 class LightsOutEnv:
     """One press per step as ``\\boxed{row,col}`` (1-based). Win: all lights off within the budget."""
@@ -87,11 +80,10 @@ class LightsOutEnv:
         )
         if self.difficulty == 0:  # a read-off: the plus described (no grid), the one press worked out
             (r, c), = presses
-            obs = ("Switch off every light. Five lights are on, in a plus shape. Each press toggles the cell and "
-                   f"its up/down/left/right neighbours. You have {self._budget} presses. Press one cell per turn "
-                   "with \\boxed{row,col} (1-based, row first).")
-            obs += ("\nWorked out: one press on the plus's centre switches every light off. "
-                    f"The answer is \\boxed{{{r + 1},{c + 1}}}")
+            cell = r * SIZE + c + 1
+            obs = ("Switch off every light. Five lights are on, in a plus shape. Cells are numbered 1 to 25, row "
+                   f"by row. Press one cell per turn with \\boxed{{N}}. Worked out: one press on the plus's centre, "
+                   f"cell {cell}, switches every light off. The answer is \\boxed{{{cell}}}")
         return obs, {}
 
     @staticmethod
@@ -112,15 +104,11 @@ class LightsOutEnv:
             return "The episode is over; call reset().", 0.0, True, False, {}
         self._turn += 1
         truncated = self._turn >= self.max_turns
-        m = re.search(r"\\boxed\{\s*(\d+)\s*[, ]\s*(\d+)\s*\}", str(action))
-        if self._loose and not m and "\\boxed" not in str(action):
-            found = re.findall(r"\d+", str(action))
-            if 2 <= len(found) <= 6:
-                m = re.match(r"(\d+),(\d+)$", ",".join(found[-2:]))
-        if not m:
+        cell = self._parse(str(action))
+        if cell is None:
             return ("Invalid action: press a cell with \\boxed{row,col}, two numbers from 1 to 5.", 0.0, False, truncated,
                     {"invalid": True})
-        r, c = int(m.group(1)) - 1, int(m.group(2)) - 1
+        r, c = cell
         if not (0 <= r < SIZE and 0 <= c < SIZE):
             return f"Invalid action: row and column must be between 1 and {SIZE}.", 0.0, False, truncated, {"invalid": True}
         self._toggle(self._board, r, c)
@@ -133,6 +121,30 @@ class LightsOutEnv:
             self._done = True
             return self._render("Out of presses. "), 0.0, False, True, {}
         return self._render(f"Pressed ({r + 1},{c + 1}); {left} presses left. "), 0.0, False, False, {}
+
+    def _parse(self, action):
+        """The pressed cell (0-based row, col) of ``action``, or None. ``\\boxed{row,col}`` always;
+        in the loose format also ``\\boxed{N}`` / a plain ``N`` (cell N of 25, row by row) and
+        the last two numbers of a reply with two to six numbers."""
+        m = re.search(r"\\boxed\{\s*(\d+)\s*[, ]\s*(\d+)\s*\}", action)
+        if m:
+            return int(m.group(1)) - 1, int(m.group(2)) - 1
+        if not self._loose:
+            return None
+        one = re.search(r"\\boxed\{\s*(\d{1,2})\s*\}", action)
+        if one:
+            n = int(one.group(1)) - 1
+        elif "\\boxed" in action:
+            return None
+        else:
+            found = list(re.finditer(r"\d+", action))
+            if not found or len(found) > 6 or any(len(f.group()) > 2 for f in found):
+                return None
+            between = action[found[-2].end(): found[-1].start()] if len(found) >= 2 else ""
+            if "," in between and set(between) <= {" ", ","}:
+                return int(found[-2].group()) - 1, int(found[-1].group()) - 1
+            n = int(found[-1].group()) - 1
+        return (n // SIZE, n % SIZE) if 0 <= n < SIZE * SIZE else None
 
     def solution(self):
         return "\n".join(f"\\boxed{{{r + 1},{c + 1}}}" for r, c in sorted(self._needed))

@@ -17,8 +17,8 @@ PARAMETERS = {'type': 'object',
                                'minimum': 0,
                                'maximum': 4,
                                'default': 3,
-                               'description': '0: connect three on a 3x3 board (loose answer format: a plain '
-                                              'column number); 1: connect three on 4x4; 2: connect three on '
+                               'description': '0: connect three on a 3x3 board, the best move stated each '
+                                              'turn (loose answer format: a plain column number); 1: connect three on 4x4; 2: connect three on '
                                               '5x4; 3: connect four on 6x5 with one to three blocked cells '
                                               '(the original); 4: connect five on 8x7 with up to five '
                                               'blocked cells'},
@@ -122,7 +122,15 @@ class ConnectFourMiniEnv:
             "(across, up or diagonal) wins.\n"
             f"{rows}\n" + " ".join(str(c + 1) for c in range(self._cols)) + "\n"
             f"Last: {self._last}\n{status}\nMove with \\boxed{{COLUMN}} (1-{self._cols})."
-        )
+        ) + self._worked_out(player)
+
+    def _worked_out(self, player):
+        """Difficulty 0 is a read-off: the player to move is told the baseline's move."""
+        if self.difficulty != 0 or self._done or player != self._player:
+            return ""
+        move = self.scripted_action()
+        return f"\nWorked out: the best move now is column {move[7:-1]}. The answer is {move}"
+
 
     # -- moves -----------------------------------------------------------------------
     def legal_actions(self, player=None):
