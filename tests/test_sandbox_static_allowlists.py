@@ -205,3 +205,29 @@ def test_copy_of_own_objects_still_works(loader):
         return str(out), 0.0, True, False, {}
     """)
     assert obs == "[[1], [1, 2], 'P', {'a': [1]}, {'a': [1, 2]}, 'D', ['deep'], 'copied', True]"
+
+
+def test_private_reads_and_writes_on_a_name_are_native_only_for_own_instances(loader):
+    """``x._y`` / ``x._y = v`` compile to an inline check (the policy's fast path): an
+    instance of the program's own class is read and written natively, anything else
+    still goes through the guards, including a method called with a foreign ``self``."""
+    assert run(loader, "self._n = 4\nself._n += 1\nreturn str(self._n), 0.0, True, False, {}") == "5"
+    body_foreign = """
+    import random
+    other = random.Random(3)
+    return str(other._randbelow(5)), 0.0, True, False, {}
+    """
+    with pytest.raises(EnvExecutionError, match="not allowed"):
+        run(loader, body_foreign)
+    module = """
+    import random
+    class Peek:
+        def read(self):
+            return self._randbelow(5)
+        def write(self):
+            self._inst = None
+    """
+    with pytest.raises(EnvExecutionError, match="not allowed"):
+        run(loader, "return str(Peek.read(random.Random(1))), 0.0, True, False, {}", module=module)
+    with pytest.raises(EnvExecutionError, match="cannot be modified"):
+        run(loader, "Peek.write(random.Random(1))\nreturn 'w', 0.0, True, False, {}", module=module)

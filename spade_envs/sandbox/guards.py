@@ -455,6 +455,8 @@ def guard_globals() -> dict[str, Any]:
     """The helper names RestrictedPython's rewritten code calls."""
     return {
         "_getattr_": guarded_getattr,
+        "_type_": type,  # the real one: with _own_, the policy's inline check for own instances
+        "_own_": OWN_CLASSES,
         "_write_": guarded_write,
         "_getitem_": _op.getitem,
         "_getiter_": iter,

@@ -60,6 +60,13 @@ def _guarded_public_names() -> frozenset[str]:
     return GUARDED_PUBLIC_NAMES
 
 
+def _is_own_instance(name: str) -> ast.expr:
+    """``_type_(name) in _own_``: the real ``type`` and the guards' set of the program's own
+    classes (both names are reserved, so a program cannot bind or read them)."""
+    call = ast.Call(func=ast.Name("_type_", ast.Load()), args=[ast.Name(name, ast.Load())], keywords=[])
+    return ast.Compare(left=call, ops=[ast.In()], comparators=[ast.Name("_own_", ast.Load())])
+
+
 class SpadePolicy(RestrictingNodeTransformer):
     """RestrictedPython transformer with the practical policy described in the module doc."""
 
@@ -108,12 +115,20 @@ class SpadePolicy(RestrictingNodeTransformer):
             if attr[:1] != "_" and attr not in _guarded_public_names():
                 return node  # guarded_getattr would do exactly this read (see guards.GUARDED_PUBLIC_NAMES)
             new = ast.Call(func=ast.Name("_getattr_", ast.Load()), args=[node.value, ast.Constant(attr)], keywords=[])
+            if isinstance(node.value, ast.Name) and attr[:2] != "__":
+                # ``self._x``: read natively when ``self`` is an instance of the program's own
+                # classes, exactly the case guarded_getattr passes on unchecked
+                new = ast.IfExp(test=_is_own_instance(node.value.id), orelse=new,
+                                body=ast.Attribute(value=ast.Name(node.value.id, ast.Load()), attr=attr, ctx=ast.Load()))
             ast.copy_location(new, node)
-            return new
+            return ast.fix_missing_locations(new)
         node = self.node_contents_visit(node)
         new_value = ast.Call(func=ast.Name("_write_", ast.Load()), args=[node.value], keywords=[])
+        if isinstance(node.value, ast.Name):  # ``self._x = v``: own instances pass _write_ unchanged
+            new_value = ast.IfExp(test=_is_own_instance(node.value.id), body=ast.Name(node.value.id, ast.Load()),
+                                  orelse=new_value)
         ast.copy_location(new_value, node.value)
-        node.value = new_value
+        node.value = ast.fix_missing_locations(new_value)
         return node
 
     # -- statements RestrictedPython refuses but LLM code needs -------------------------
