@@ -174,3 +174,40 @@ def test_designer_prompts_are_cut_to_their_token_budget():
     assert count(cut) <= budget
     assert not shown.positives and shown.format_example is None
     assert "word" in cut[-1]["content"]  # the document is cut, not dropped
+
+
+def test_time_budget_starts_no_round_that_would_overrun(tmp_path, monkeypatch):
+    """``run(time_budget_s=...)`` starts a round only when one of the mean length so far
+    still ends within the budget (the learning bench relies on this to hold 30 minutes)."""
+    from types import SimpleNamespace
+
+    from spade_envs.selfplay import checkpoint, loop, trainer as trainer_mod
+
+    clock = [0.0]
+    monkeypatch.setattr(loop, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+
+    class FakeTrainer:
+        def __init__(self, config, **kwargs):
+            self.round, self.acc, self.generations = 0, None, 1
+            self.agent = SimpleNamespace(close=lambda: None)
+            self.grpo = SimpleNamespace(accelerator=SimpleNamespace(unwrap_model=lambda m: m), optimizer=None)
+            self.model = self.tokenizer = self.rng = None
+            self.registry = SimpleNamespace(path=tmp_path / "reg")
+
+        def run_round(self):
+            clock[0] += 10.0  # every round takes 10 s
+            self.round += 1
+            return {"round": self.round}
+
+        def state_dict(self):
+            return {}
+
+    monkeypatch.setattr(trainer_mod, "SelfPlayTrainer", FakeTrainer)
+    monkeypatch.setattr(checkpoint, "save", lambda *a, **k: None)
+    config = build_config("cpu-tiny", rounds=20, out_dir=str(tmp_path / "out"), plot=False, tensorboard=False)
+    out = loop.run(config, time_budget_s=35.0)
+    assert out["rounds_this_run"] == 3 and out["stopped_by_budget"]  # a 4th would end at 40 s
+    clock[0] = 0.0
+    config = build_config("cpu-tiny", rounds=2, out_dir=str(tmp_path / "out2"), plot=False, tensorboard=False)
+    out = loop.run(config, time_budget_s=1000.0)
+    assert out["rounds_this_run"] == 2 and not out["stopped_by_budget"]
