@@ -17,8 +17,8 @@ PARAMETERS = {'type': 'object',
                                'minimum': 0,
                                'maximum': 4,
                                'default': 3,
-                               'description': '0: one round, three soldiers (loose answer format: the last '
-                                              'three numbers of a plain reply); 1: one round, four or five '
+                               'description': '0: one round, three soldiers, a strong split stated (loose answer '
+                                              'format: the last three numbers of a plain reply); 1: one round, four or five '
                                               'soldiers; 2: two rounds, five to seven; 3: three rounds, six '
                                               'to ten soldiers (the original); 4: five rounds, twenty to '
                                               'thirty soldiers'},
@@ -85,7 +85,15 @@ class ColonelBlottoEnv:
             "wins the round; the most rounds wins the game.\n"
             f"Rounds won: you {self._score[player]}, opponent {self._score[1 - player]}.\nHistory:\n{past}\n"
             f"Last: {self._last}\n{now}\nMove with \\boxed{{A B C}} (soldiers on fields 1, 2, 3; sum {self._troops})."
-        )
+        ) + self._worked_out()
+
+    def _worked_out(self):
+        """Difficulty 0 is a read-off: the baseline's split is stated."""
+        if self.difficulty != 0 or self._done:
+            return ""
+        move = self.scripted_action()
+        return f"\nWorked out: a strong split this round is {move[7:-1]}. The answer is {move}"
+
 
     # -- moves -----------------------------------------------------------------------
     def legal_actions(self, player=None):
