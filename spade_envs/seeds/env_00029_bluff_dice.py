@@ -18,8 +18,9 @@ PARAMETERS = {'type': 'object',
                                'minimum': 0,
                                'maximum': 4,
                                'default': 2,
-                               'description': '0: one die each; 1: two dice each; 2: three dice each (the original); '
-                                              '3: five dice each; 4: six dice each'},
+                               'description': '0: one die each, the best move stated each turn; 1: two dice '
+                                              'each; 2: three dice each (the original); 3: five dice each; 4: '
+                                              'six dice each'},
                 'num_dice': {'type': ['integer', 'null'],
                              'minimum': 1,
                              'maximum': 6,
@@ -83,7 +84,15 @@ class BluffDiceEnv:
             "or call the last bid a lie; when called, a true bid makes the caller lose, a false one the bidder.\n"
             f"Your dice: {' '.join(map(str, self._dice[player]))}.\nBids: {bids}.\n{self._reveal}"
             f"Last: {self._last}\n{status}\nAct with \\boxed{{Q F}} (e.g. \\boxed{{2 5}}) or \\boxed{{liar}}."
-        )
+        ) + self._worked_out(player)
+
+    def _worked_out(self, player):
+        """Difficulty 0 is a read-off: the player to move is told the baseline's move."""
+        if self.difficulty != 0 or self._done or player != self._player:
+            return ""
+        move = self.scripted_action()
+        return f"\nWorked out: the best move now is {move[7:-1]}. The answer is {move}"
+
 
     # -- moves -----------------------------------------------------------------------
     def _raises(self):
