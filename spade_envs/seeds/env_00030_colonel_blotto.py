@@ -17,8 +17,9 @@ PARAMETERS = {'type': 'object',
                                'minimum': 0,
                                'maximum': 4,
                                'default': 3,
-                               'description': '0: one round, three soldiers, a strong split stated (loose answer '
-                                              'format: the last three numbers of a plain reply); 1: one round, four or five '
+                               'description': '0: one round, three soldiers, which may all go on one field '
+                                              'named by its number, the most valuable stated (loose answer '
+                                              'format: a plain number, or the last three numbers of a reply); 1: one round, four or five '
                                               'soldiers; 2: two rounds, five to seven; 3: three rounds, six '
                                               'to ten soldiers (the original); 4: five rounds, twenty to '
                                               'thirty soldiers'},
@@ -70,6 +71,8 @@ class ColonelBlottoEnv:
         return 0
 
     def observe(self, player):
+        if self.difficulty == 0 and not self._done and self.rounds == 1:
+            return self._read_off(player)
         r = len(self._history)
         lines = []
         for i, (a, b, w) in enumerate(self._history):
@@ -85,15 +88,15 @@ class ColonelBlottoEnv:
             "wins the round; the most rounds wins the game.\n"
             f"Rounds won: you {self._score[player]}, opponent {self._score[1 - player]}.\nHistory:\n{past}\n"
             f"Last: {self._last}\n{now}\nMove with \\boxed{{A B C}} (soldiers on fields 1, 2, 3; sum {self._troops})."
-        ) + self._worked_out()
+        )
 
-    def _worked_out(self):
-        """Difficulty 0 is a read-off: the baseline's split is stated."""
-        if self.difficulty != 0 or self._done:
-            return ""
-        move = self.scripted_action()
-        return f"\nWorked out: a strong split this round is {move[7:-1]}. The answer is {move}"
-
+    def _read_off(self, player):
+        """Difficulty 0: one field takes every soldier, and the most valuable is named."""
+        values = self._values[0]
+        top = max(range(FIELDS), key=lambda f: (values[f], -f)) + 1
+        return (f"Colonel Blotto, one round. You are Player {player}; both players move at once. Field values: {values}. Put all {self._troops} soldiers on one field "
+                f"with \\boxed{{FIELD}} (1-{FIELDS}). Worked out: field {top} is worth the most. "
+                f"The answer is \\boxed{{{top}}}")
 
     # -- moves -----------------------------------------------------------------------
     def legal_actions(self, player=None):
@@ -101,15 +104,22 @@ class ColonelBlottoEnv:
         return [f"\\boxed{{{a} {b} {t - a - b}}}" for a in range(t + 1) for b in range(t + 1 - a)]
 
     def _parse(self, action):
-        m = re.search(r"\\boxed\{\s*(\d+)[\s,]+(\d+)[\s,]+(\d+)\s*\}", str(action))
-        if not m and self._loose and "\\boxed" not in str(action):
-            found = re.findall(r"\d+", str(action))
-            if 3 <= len(found) <= 8:
-                m = re.match(r"(\d+) (\d+) (\d+)$", " ".join(found[-3:]))
-        if not m:
-            return None
-        alloc = [int(g) for g in m.groups()]
-        return alloc if sum(alloc) == self._troops else None
+        text = str(action)
+        m = re.search(r"\\boxed\{\s*(\d+)[\s,]+(\d+)[\s,]+(\d+)\s*\}", text)
+        found = re.findall(r"\d+", text) if self._loose and "\\boxed" not in text else []
+        if not m and 3 <= len(found) <= 8:
+            m = re.match(r"(\d+) (\d+) (\d+)$", " ".join(found[-3:]))
+        if m:
+            alloc = [int(g) for g in m.groups()]
+            if sum(alloc) == self._troops:
+                return alloc
+        if self.difficulty == 0:  # every soldier on one field: \boxed{N}, or a plain N when loose
+            one = re.search(r"\\boxed\{\s*([1-9])\s*\}", text)
+            field = int(one.group(1)) if one else (
+                int(found[-1]) if found and len(found) <= 6 and len(found[-1]) == 1 else 0)
+            if 1 <= field <= FIELDS:
+                return [self._troops if f == field - 1 else 0 for f in range(FIELDS)]
+        return None
 
     def step(self, action):
         if self._done:
