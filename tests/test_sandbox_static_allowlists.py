@@ -157,6 +157,8 @@ def test_format_guard_covers_subclasses_and_super(loader):
         "class S(str):\n    pass\nS('{0.__class__}').format(1)",
         "class S(str):\n    def f(self):\n        return super().format(1)\nS('{0.__class__}').f()",
         "class S(str):\n    pass\nS.format('{0.__class__}', 1)",
+        "class S(str):\n    def f(self):\n        return self.format(1)\nS('{0.__class__}').f()",
+        "class S(str):\n    def f(self):\n        m = self.format_map\n        return m({'a': 1})\nS('{a.__class__}').f()",
         "class S(str):\n    def f(self):\n        return super().format_map({'a': 1})\nS('{a.__class__}').f()",
         "f = functools.partial(str.format, '{0.__class__}')\nf(1)",
     ):

@@ -115,9 +115,10 @@ class SpadePolicy(RestrictingNodeTransformer):
             if attr[:1] != "_" and attr not in _guarded_public_names():
                 return node  # guarded_getattr would do exactly this read (see guards.GUARDED_PUBLIC_NAMES)
             new = ast.Call(func=ast.Name("_getattr_", ast.Load()), args=[node.value, ast.Constant(attr)], keywords=[])
-            if isinstance(node.value, ast.Name) and attr[:2] != "__":
+            if isinstance(node.value, ast.Name) and attr[:1] == "_" and attr[:2] != "__":
                 # ``self._x``: read natively when ``self`` is an instance of the program's own
-                # classes, exactly the case guarded_getattr passes on unchecked
+                # classes, exactly the case guarded_getattr passes on unchecked (never a
+                # guarded public name: ``self.format`` on an own ``str`` subclass is guarded)
                 new = ast.IfExp(test=_is_own_instance(node.value.id), orelse=new,
                                 body=ast.Attribute(value=ast.Name(node.value.id, ast.Load()), attr=attr, ctx=ast.Load()))
             ast.copy_location(new, node)
