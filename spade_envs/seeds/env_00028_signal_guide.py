@@ -17,9 +17,9 @@ PARAMETERS = {'type': 'object',
                                'minimum': 0,
                                'maximum': 4,
                                'default': 3,
-                               'description': "0: a 2x2 field (loose answer format: a direction or 'dig' in "
-                                              'a plain reply); 1: 3x3; 2: 4x4; 3: 5x5 to 7x7 (the original); '
-                                              '4: 10x10 or 12x12'},
+                               'description': '0: a 2x2 field, 12 moves, the best action stated (loose answer '
+                                              "format: a direction or 'dig' in a plain reply); 1: 3x3; 2: 4x4; "
+                                              '3: 5x5 to 7x7 (the original); 4: 10x10 or 12x12'},
                 'size': {'type': ['integer', 'null'],
                          'minimum': 2,
                          'maximum': 12,
@@ -36,11 +36,11 @@ PARAMETERS = {'type': 'object',
                                    'default': 2,
                                    'description': 'wrong digs allowed'},
                 'max_turns': {'type': ['integer', 'null'],
-                              'minimum': 48,
+                              'minimum': 12,
                               'maximum': 300,
                               'default': None,
-                              'description': 'moves (both players) before the game is lost; null: 48 (120 at '
-                                             'difficulty 4)'},
+                              'description': 'moves (both players) before the game is lost; null: 48 (12 at '
+                                             'difficulty 0, 120 at difficulty 4)'},
                 'loose_answer': {'type': ['boolean', 'null'],
                                  'default': None,
                                  'description': 'also accept the last number of a reply without \\\\boxed{} '
@@ -61,7 +61,7 @@ class SignalGuideEnv:
 
     def __init__(self, max_turns=None, max_invalid=2, max_wrong_digs=2, difficulty=3, size=None, loose_answer=None,
                  **kwargs):
-        self.max_turns = max_turns or (120 if difficulty == 4 else 48)
+        self.max_turns = max_turns or {0: 12, 4: 120}.get(difficulty, 48)
         self.difficulty = difficulty
         self._sizes = LEVELS[difficulty] if size is None else [size]
         self._loose = difficulty == 0 if loose_answer is None else loose_answer
@@ -103,7 +103,23 @@ class SignalGuideEnv:
             last = self._signals[-1] if self._signals else "none yet"
             role = (f"You are Player 1, the seeker. You are at {self._pos}. The guide's latest signal: {last}.\n"
                     "Act with \\boxed{N}, \\boxed{S}, \\boxed{E}, \\boxed{W} (move one cell) or \\boxed{DIG}.")
-        return f"{common}{role}\nLast: {self._last}\n{status}"
+        return f"{common}{role}\nLast: {self._last}\n{status}" + self._worked_out(player)
+
+    def _toward_treasure(self):
+        (tx, ty), (x, y) = self._treasure, self._pos
+        if (tx, ty) == (x, y):
+            return "DIG"
+        if tx != x:
+            return "E" if tx > x else "W"
+        return "N" if ty > y else "S"
+
+    def _worked_out(self, player):
+        """Difficulty 0 is a read-off: the player to move is told the best action (the guide's
+        signal, or for the seeker the step toward the treasure)."""
+        if self.difficulty != 0 or self._done or player != self._player:
+            return ""
+        best = self._toward_treasure()
+        return f"\nWorked out: the best action now is {best}. The answer is \\boxed{{{best}}}"
 
     # -- moves -----------------------------------------------------------------------
     def legal_actions(self, player=None):
@@ -161,12 +177,7 @@ class SignalGuideEnv:
     # -- baseline and hints -------------------------------------------------------------
     def scripted_action(self, player=None):
         if self._player == 0:
-            (tx, ty), (x, y) = self._treasure, self._pos
-            if (tx, ty) == (x, y):
-                return "\\boxed{DIG}"
-            if tx != x:
-                return "\\boxed{E}" if tx > x else "\\boxed{W}"
-            return "\\boxed{N}" if ty > y else "\\boxed{S}"
+            return f"\\boxed{{{self._toward_treasure()}}}"
         last = self._signals[-1] if self._signals else "DIG"
         return f"\\boxed{{{last}}}"
 
