@@ -119,8 +119,8 @@ class SpadePolicy(RestrictingNodeTransformer):
                 # ``self._x``: read natively when ``self`` is an instance of the program's own
                 # classes, exactly the case guarded_getattr passes on unchecked (never a
                 # guarded public name: ``self.format`` on an own ``str`` subclass is guarded)
-                new = ast.IfExp(test=_is_own_instance(node.value.id), orelse=new,
-                                body=ast.Attribute(value=ast.Name(node.value.id, ast.Load()), attr=attr, ctx=ast.Load()))
+                native = ast.Attribute(value=ast.Name(node.value.id, ast.Load()), attr=attr, ctx=ast.Load())
+                new = ast.IfExp(test=_is_own_instance(node.value.id), body=native, orelse=new)
             ast.copy_location(new, node)
             return ast.fix_missing_locations(new)
         node = self.node_contents_visit(node)

@@ -19,8 +19,9 @@ PARAMETERS = {'type': 'object',
                                'description': '0: one hidden press made a plus of five lights (described, '
                                               'not drawn), its centre stated as a cell number 1-25: press it '
                                               '(loose answer format: a cell number, or the last two numbers '
-                                              'of a reply as row and column); 1: two or three presses; 2: three or four; 3: four to '
-                                              'seven presses, six or more lights on (the original); 4: nine '
+                                              'of a reply as row and column); 1: two or three presses; 2: '
+                                              'three or four; 3: four to seven presses, six or more lights on '
+                                              '(the original); 4: nine '
                                               'to twelve presses, twelve or more lights on'},
                 'num_presses': {'type': ['integer', 'null'],
                                 'minimum': 1,

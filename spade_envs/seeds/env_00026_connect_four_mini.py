@@ -18,7 +18,8 @@ PARAMETERS = {'type': 'object',
                                'maximum': 4,
                                'default': 3,
                                'description': '0: connect three on a 3x3 board, the best move stated each '
-                                              'turn (loose answer format: a plain column number); 1: connect three on 4x4; 2: connect three on '
+                                              'turn (loose answer format: a plain column number); 1: connect '
+                                              'three on 4x4; 2: connect three on '
                                               '5x4; 3: connect four on 6x5 with one to three blocked cells '
                                               '(the original); 4: connect five on 8x7 with up to five '
                                               'blocked cells'},
@@ -130,7 +131,6 @@ class ConnectFourMiniEnv:
             return ""
         move = self.scripted_action()
         return f"\nWorked out: the best move now is column {move[7:-1]}. The answer is {move}"
-
 
     # -- moves -----------------------------------------------------------------------
     def legal_actions(self, player=None):

@@ -93,7 +93,6 @@ class BluffDiceEnv:
         move = self.scripted_action()
         return f"\nWorked out: the best move now is {move[7:-1]}. The answer is {move}"
 
-
     # -- moves -----------------------------------------------------------------------
     def _raises(self):
         q0, f0 = (self._bids[-1][1], self._bids[-1][2]) if self._bids else (0, 6)

@@ -19,7 +19,8 @@ PARAMETERS = {'type': 'object',
                                'default': 3,
                                'description': '0: one round, three soldiers, which may all go on one field '
                                               'named by its number, the most valuable stated (loose answer '
-                                              'format: a plain number, or the last three numbers of a reply); 1: one round, four or five '
+                                              'format: a plain number, or the last three numbers of a reply); '
+                                              '1: one round, four or five '
                                               'soldiers; 2: two rounds, five to seven; 3: three rounds, six '
                                               'to ten soldiers (the original); 4: five rounds, twenty to '
                                               'thirty soldiers'},
@@ -94,7 +95,8 @@ class ColonelBlottoEnv:
         """Difficulty 0: one field takes every soldier, and the most valuable is named."""
         values = self._values[0]
         top = max(range(FIELDS), key=lambda f: (values[f], -f)) + 1
-        return (f"Colonel Blotto, one round. You are Player {player}; both players move at once. Field values: {values}. Put all {self._troops} soldiers on one field "
+        return (f"Colonel Blotto, one round. You are Player {player}; both players move at once. "
+                f"Field values: {values}. Put all {self._troops} soldiers on one field "
                 f"with \\boxed{{FIELD}} (1-{FIELDS}). Worked out: field {top} is worth the most. "
                 f"The answer is \\boxed{{{top}}}")
 
