@@ -125,13 +125,25 @@ class ToolGate:
         return None
 
 
-def program_tools(env: Any) -> list[dict[str, Any]]:
-    """The validated tool specs of a live program object (``[]`` when it has none)."""
+def program_tools(env: Any, known: tuple[str, list[dict[str, Any]]] | None = None
+                  ) -> tuple[str, list[dict[str, Any]]]:
+    """The validated tool specs of a live program object (``[]`` when it has none), with
+    the key they were validated under: the canonical JSON of what ``get_tools()``
+    returned and the ``tool_*`` methods present. ``known``, an earlier result, is
+    returned unchanged when the key is the same (programs return the same specs on every
+    reset; validating them again costs more than the reset itself)."""
     get_tools = getattr(env, "get_tools", None)
     if get_tools is None:
-        return []
+        return "", []
     implemented = {n[len("tool_") :] for n in dir(env) if n.startswith("tool_")}
-    return validate_tool_specs(get_tools(), implemented=implemented)
+    raw = get_tools()
+    try:
+        key = json.dumps([raw, sorted(implemented)], sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):  # not plain JSON: validation says why
+        key = ""
+    if key and known is not None and known[0] == key:
+        return known
+    return key, validate_tool_specs(raw, implemented=implemented)
 
 
 def guarded_call(what: str, fn, *args: Any) -> Any:
@@ -154,11 +166,15 @@ class InProcessSession(EnvSession):
 
         self._env = env
         self._self_validating = isinstance(env, ToolUseBaseEnv)
+        self._tools_key: tuple[str, list[dict[str, Any]]] | None = None
         self._refresh_tools()
 
     def _refresh_tools(self) -> None:
-        self.tools = guarded_call("get_tools()", program_tools, self._env)
-        self._gate = ToolGate([] if self._self_validating else self.tools)
+        known = self._tools_key
+        self._tools_key = guarded_call("get_tools()", program_tools, self._env, known)
+        if self._tools_key is not known:
+            self.tools = self._tools_key[1]
+            self._gate = ToolGate([] if self._self_validating else self.tools)
 
     def reset(self, seed: int | None = None) -> tuple[str, dict]:
         result = check_reset_result(guarded_call("reset()", lambda: self._env.reset(seed=seed)))

@@ -233,3 +233,47 @@ def test_private_reads_and_writes_on_a_name_are_native_only_for_own_instances(lo
         run(loader, "return str(Peek.read(random.Random(1))), 0.0, True, False, {}", module=module)
     with pytest.raises(EnvExecutionError, match="cannot be modified"):
         run(loader, "Peek.write(random.Random(1))\nreturn 'w', 0.0, True, False, {}", module=module)
+
+
+def test_subscripts_iteration_unpacking_and_star_calls_are_native_and_behave_like_python(loader):
+    """Item reads, ``for``/comprehension iteration, tuple unpacking and ``f(*a, **k)``
+    compile to the native opcodes (their guards were identities); item *writes* still
+    pass ``_write_``."""
+    from spade_envs.sandbox.policy import compile_program
+
+    body = """
+    grid = [[1, 2, 3], [4, 5, 6]]
+    d = {"a": (1, 2), "b": (3, 4)}
+    first, *rest = grid[1][::-1]
+    (x, y), z = d["a"], grid[-1][-1]
+    pairs = [(k, v1 + v2) for k, (v1, v2) in sorted(d.items())]
+    total = 0
+    for i, (k, v) in enumerate(d.items()):
+        total += i * v[0]
+    grid[0][1:3] = [7, 8]
+    d["c"] = grid[0][:2]
+    del d["b"]
+    counts = {}
+    for ch in "abca":
+        counts[ch] = counts.get(ch, 0) + 1
+    counts["a"] += 10
+    def f(*args, **kw):
+        return sum(args) + kw["k"]
+    args, kw = [1, 2], {"k": 3}
+    out = [first, rest, x, y, z, pairs, total, grid, d, counts, f(*args, **kw), "abcdef"[1:5:2]]
+    return str(out), 0.0, True, False, {}
+    """
+    want = "[6, [5, 4], 1, 2, 6, [('a', 3), ('b', 7)], 3, [[1, 7, 8], [4, 5, 6]], {'a': (1, 2), 'c': [1, 7]}, " \
+           "{'a': 12, 'b': 1, 'c': 1}, 6, 'bd']"
+    assert run(loader, body) == want
+    src = "class E:\n    def step(self, a):\n" + textwrap.indent(textwrap.dedent(body), " " * 8)
+    stack, code_names = [compile_program(src)], set()
+    while stack:
+        c = stack.pop()
+        if hasattr(c, "co_names"):
+            code_names |= set(c.co_names)
+            stack.extend(c.co_consts)
+    assert not code_names & {"_getitem_", "_getiter_", "_iter_unpack_sequence_", "_unpack_sequence_", "_apply_"}
+    assert "_write_" in code_names  # item writes are still guarded
+    with pytest.raises(EnvExecutionError, match="cannot be modified"):
+        run(loader, "import random\nr = random.Random(1)\nr['x'] = 1\nreturn 'w', 0.0, True, False, {}")

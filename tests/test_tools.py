@@ -202,3 +202,33 @@ def test_runtime_rejects_a_program_with_an_invalid_tool_schema():
     bad = GATED.replace('"type": "integer"', '"type": "integr"')
     with pytest.raises(ToolSpecError, match="properties/n/type"):
         InProcessRuntime().open(bad)
+
+
+CHANGING = GATED.replace('''    def get_tools(self):
+        return [''', '''    def get_tools(self):
+        if self._bad:
+            return [{"type": "function", "function": {"name": "add", "parameters": {"type": "integr"}}}]
+        return [''').replace('''    def reset(self, seed=None):
+        return "count", {}''', '''    def reset(self, seed=None):
+        self._bad = seed == 13
+        self._limit = 9 if seed is None or seed < 100 else 99
+        return "count", {}''').replace('"maximum": 9', '"maximum": self._limit')
+
+
+def test_tool_specs_are_validated_again_only_when_the_program_returns_other_ones(monkeypatch):
+    import spade_envs.runtime as runtime_mod
+
+    calls = []
+    real = runtime_mod.validate_tool_specs
+    monkeypatch.setattr(runtime_mod, "validate_tool_specs", lambda *a, **k: calls.append(1) or real(*a, **k))
+    session = InProcessRuntime().open(CHANGING)
+    for seed in (0, 1, 2):
+        session.reset(seed)
+    assert len(calls) == 1  # the same specs on every reset: validated once
+    call = '<tool_call>{"name": "add", "arguments": {"n": 50}}</tool_call>'
+    assert "maximum" in session.step(call)[0]
+    session.reset(100)  # other specs: validated, and the new gate applies
+    assert len(calls) == 2 and session.tools[0]["function"]["parameters"]["properties"]["n"]["maximum"] == 99
+    assert session.step(call)[0] == "ran"
+    with pytest.raises(EnvProgramError, match="integr"):
+        session.reset(13)  # invalid specs are refused, cached or not

@@ -132,6 +132,32 @@ class SpadePolicy(RestrictingNodeTransformer):
         node.value = ast.fix_missing_locations(new_value)
         return node
 
+    # -- subscripts, iteration, unpacking: native ------------------------------------
+    # RestrictedPython routes these through ``_getitem_``, ``_getiter_``,
+    # ``_iter_unpack_sequence_``, ``_unpack_sequence_`` and ``_apply_``; this sandbox's
+    # versions are ``operator.getitem``, ``iter``, the identity and a plain call (nothing to check: whatever a
+    # program can subscript or iterate it reached through the guarded names and
+    # attributes), so the native opcodes do exactly the same, without a call each.
+    # Item *writes* still go through ``_write_``.
+    def visit_Subscript(self, node: ast.Subscript):
+        if isinstance(node.ctx, ast.Load):
+            return self.node_contents_visit(node)
+        return super().visit_Subscript(node)
+
+    def guard_iter(self, node):
+        return self.node_contents_visit(node)
+
+    def visit_Assign(self, node: ast.Assign):
+        return self.node_contents_visit(node)
+
+    def visit_Call(self, node: ast.Call):
+        """``f(*args, **kw)`` stays a native call (``_apply_`` only calls ``f``); ``exec``
+        and ``eval`` are still refused by RestrictedPython's check."""
+        node = super().visit_Call(node)
+        if isinstance(node.func, ast.Name) and node.func.id == "_apply_":
+            node.func = node.args.pop(0)
+        return node
+
     # -- statements RestrictedPython refuses but LLM code needs -------------------------
     def visit_AugAssign(self, node: ast.AugAssign):
         """``x += 1``, ``self.turn += 1`` and ``counts[k] += 1`` stay native; attribute

@@ -36,6 +36,9 @@ __all__ = ["Lost", "Worker", "WorkerPool", "Zygote", "needs_full"]
 _ENCODER = json.JSONEncoder(ensure_ascii=False)
 #: how long :meth:`WorkerPool.exchange` polls without blocking before it sleeps in ``poll``
 SPIN_S = 0.0005
+#: bytes asked of one read(): below malloc's mmap threshold, so a reply does not cost
+#: an mmap, a page fault and an munmap (20 us); larger frames take several reads
+READ_CHUNK = 1 << 16
 
 
 @dataclass
@@ -210,7 +213,7 @@ class WorkerPool:
                 worker, expected = pending[fd]
                 got = replies[worker]
                 try:
-                    data = os.read(fd, 1 << 20)
+                    data = os.read(fd, READ_CHUNK)
                     if not data:
                         raise EOFError("the worker process died")
                     worker.reader.feed(data)
