@@ -9,6 +9,12 @@ attention itself. This function computes the same attention without the copy:
 * one query token (a decode step): the query heads of each group are folded into the
   query-length axis, ``[b, kv_heads, groups, d]``, and attend to the cache as it is;
 * several query tokens, on CPU: ``scaled_dot_product_attention(enable_gqa=True)``;
+* a decode step given ``live_rows=k`` (a keyword of the model's forward, passed through
+  to attention): only rows ``0..k-1`` attend; the other rows are episodes that already
+  stopped, kept in the batch only so that every row's cache stays aligned, and their
+  output is zeros (never read: their logits are dropped, and the column their states are
+  written to is masked). Their cache is not read, which at batch 8 is a quarter of the
+  step's memory traffic;
 * anything else (gradients on, dropout, a per-head mask, no grouping, extra attention
   arguments, a multi-token forward on an accelerator where the masked GQA kernel may be
   the slow one) is passed to transformers' own ``sdpa_attention_forward`` unchanged.
@@ -34,7 +40,7 @@ from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 __all__ = ["NAME", "gqa_attention", "gqa_sdpa_forward"]
 
 NAME = "spade_gqa_sdpa"
-_PLAIN_KWARGS = {"position_ids", "cache_position", "output_attentions", "use_cache", "past_key_values"}
+_PLAIN_KWARGS = {"position_ids", "cache_position", "output_attentions", "use_cache", "past_key_values", "live_rows"}
 
 
 def gqa_sdpa_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
@@ -50,8 +56,16 @@ def gqa_sdpa_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.Te
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                       is_causal=is_causal, **kwargs)
     if q == 1:
-        out = torch.nn.functional.scaled_dot_product_attention(
-            query.reshape(b, key.shape[1], groups, d), key, value, attn_mask=attention_mask, scale=scaling)
+        live = kwargs.get("live_rows")
+        live = b if live is None else max(0, min(b, int(live)))
+        query = query.reshape(b, key.shape[1], groups, d)
+        if live == b:
+            out = torch.nn.functional.scaled_dot_product_attention(query, key, value, attn_mask=attention_mask,
+                                                                   scale=scaling)
+        else:  # rows >= live stopped: their cache is not read (views of the live rows, no copy)
+            out = query.new_zeros(query.shape)
+            out[:live] = torch.nn.functional.scaled_dot_product_attention(
+                query[:live], key[:live], value[:live], attn_mask=attention_mask[:live], scale=scaling)
         return out.reshape(b, heads, 1, d).transpose(1, 2).contiguous(), None
     out = torch.nn.functional.scaled_dot_product_attention(query, key, value, attn_mask=attention_mask, scale=scaling,
                                                            enable_gqa=True)

@@ -18,6 +18,8 @@ Contracts:
   memory could hold NaN, which would poison that product.
 * ``batch_repeat_interleave`` / ``batch_select_indices`` / ``reorder_cache`` / ``crop``
   behave as on ``DynamicLayer`` (rows repeated, selected, reordered; tokens dropped).
+* :meth:`GrowingCache.swap_rows` exchanges rows in place (the decode loop keeps the
+  rows still generating at the front of the batch);
 * :meth:`GrowingCache.rows` gives a cache view over some rows that writes a forward's
   states at a given column: a prefill chunk of similar-length rows computes only its own
   width and lands right-aligned in the shared layout (see :mod:`.kv_session`).
@@ -226,6 +228,16 @@ class GrowingCache(Cache):
                 layer.reserve(end)
                 layer._k[dst, :, start:end] = layer._k[src, :, start:end]
                 layer._v[dst, :, start:end] = layer._v[src, :, start:end]
+
+    def swap_rows(self, a: torch.Tensor, b: torch.Tensor, width: int) -> None:
+        """Exchange rows ``a[i]`` and ``b[i]`` (their first ``width`` columns: the rest is
+        zero in every row) in every layer."""
+        for layer in self.layers:
+            if layer.is_initialized:
+                for buf in (layer._k, layer._v):
+                    held = buf[a, :, :width].clone()
+                    buf[a, :, :width] = buf[b, :, :width]
+                    buf[b, :, :width] = held
 
     def rows(self, rows: list[int], start: int, batch: int, device: torch.device) -> Cache:
         """A cache over ``rows`` (of ``batch`` in all) whose forward writes its states at

@@ -77,16 +77,15 @@ class DecodeSession:
     stats: dict[str, float] = field(default_factory=_new_stats)  # prefill_s: wall time (exact on CPU)
 
     def matches(self, keys: list[Any], prompts: list[list[int]]) -> bool:
-        """True when the session can continue: same rows (a subset, in order) whose new
-        prompts extend what the cache holds."""
-        if self.cache is None or not keys:
+        """True when the session can continue: rows it holds (a subset, in any order:
+        decoding moves rows that stopped behind the live ones) whose new prompts extend
+        what the cache holds."""
+        if self.cache is None or not keys or len(set(keys)) != len(keys):
             return False
         index = {k: i for i, k in enumerate(self.keys)}
         if any(k not in index for k in keys):
             return False
         rows = [index[k] for k in keys]
-        if rows != sorted(rows):
-            return False
         for r, p in zip(rows, prompts):
             have = self.consumed[r]
             if len(p) <= len(have) or p[: len(have)] != have:
@@ -106,6 +105,20 @@ class DecodeSession:
         self.mask, self.last_pos = self.mask[sel], self.last_pos[sel]
         self.keys = [self.keys[r] for r in rows]
         self.consumed = [self.consumed[r] for r in rows]
+
+    def swap_rows(self, a: list[int], b: list[int]) -> None:
+        """Exchange rows ``a[i]`` and ``b[i]`` (cache columns, mask, positions, keys)."""
+        import torch
+
+        ia = torch.tensor(a, dtype=torch.long, device=self.mask.device)
+        ib = torch.tensor(b, dtype=torch.long, device=self.mask.device)
+        self.cache.swap_rows(ia, ib, self.width)
+        for name in ("mask", "last_pos"):
+            t = getattr(self, name)
+            t[ia], t[ib] = t[ib].clone(), t[ia].clone()
+        for lst in (self.keys, self.consumed):
+            for i, j in zip(a, b):
+                lst[i], lst[j] = lst[j], lst[i]
 
     def reserve(self, needed: int) -> None:
         """Room for ``needed`` columns in the mask buffer and the cache (geometric growth)."""
@@ -253,16 +266,19 @@ class SessionTurn:
             s.cache.set_length(end)
         return logits
 
-    def step(self, step_ids: Any, feed: Any) -> Any:
-        """Feed one token per row (``feed`` False: a masked pad); next-token logits."""
+    def step(self, step_ids: Any, feed: Any, live: int | None = None) -> Any:
+        """Feed one token per row (``feed`` False: a masked pad); next-token logits.
+        ``live``: rows ``live...`` stopped (``feed`` is False there) and attention skips
+        them (see :mod:`.gqa_attention`)."""
         s = self.s
         s.reserve(s.width + 1)
         s.mask[:, s.width] = feed
         s.width += 1
         s.last_pos = s.last_pos + feed.long()[:, None]
+        extra = {"live_rows": live} if live is not None and self.four_d else {}
         mask = s.additive_mask(self.dtype) if self.four_d else s.mask[:, : s.width].long()
         return self.model(input_ids=step_ids[:, None], attention_mask=mask, position_ids=s.last_pos.clamp(min=0),
-                          past_key_values=s.cache, use_cache=True).logits[:, -1, :].float()
+                          past_key_values=s.cache, use_cache=True, **extra).logits[:, -1, :].float()
 
 
 def generate_in_session(backend: Any, session: DecodeSession, keys: list[Any], prompts: list[list[int]],
@@ -275,13 +291,17 @@ def generate_in_session(backend: Any, session: DecodeSession, keys: list[Any], p
     if backend.max_positions is not None:
         max_new_tokens = max(0, min(max_new_tokens, backend.max_positions - max(len(p) for p in prompts)))
     t0 = time.perf_counter()  # prefill_s: the shared prefix (when started here) and the tails
+    n = len(prompts)
+    caller = list(range(n))  # caller's index of each row, in the session's row order
     if session.matches(keys, prompts):
-        session.keep(keys)
+        index = {k: i for i, k in enumerate(session.keys)}
+        caller.sort(key=lambda r: index[keys[r]])
+        session.keep([keys[r] for r in caller])
+        prompts = [prompts[r] for r in caller]
         tails = [p[len(c):] for p, c in zip(prompts, session.consumed)]
         session.stats["reused_tokens"] += sum(len(c) for c in session.consumed)
     else:
         tails = turn.start(keys, prompts, max(len(p) for p in prompts) + max_new_tokens)
-    n = len(prompts)
     growths_before = session.cache.growths if isinstance(session.cache, GrowingCache) else 0
     session.reserve(session.width + max(len(t) for t in tails) + max_new_tokens)
     tokens: list[list[int]] = [[] for _ in range(n)]
@@ -290,26 +310,54 @@ def generate_in_session(backend: Any, session: DecodeSession, keys: list[Any], p
     with torch.inference_mode():
         logits = turn.prefill(tails)
         session.stats["prefill_s"] += time.perf_counter() - t0
-        live = torch.ones(n, dtype=torch.bool, device=backend.device)
-        for step in range(max_new_tokens):
-            nxt, chosen = sample(logits, temperature, generator)
-            stopped = torch.isin(nxt, backend._stop)
-            for row, (tok, lp, st, alive) in enumerate(zip(nxt.tolist(), chosen.tolist(), stopped.tolist(),
-                                                           live.tolist())):
-                if alive:
-                    tokens[row].append(tok)
-                    logps[row].append(lp)
-                    if st:
-                        finish[row] = "stop"
-            feed = live.clone()  # rows whose sampled token goes into the cache now
-            live = live & ~stopped
-            if step == max_new_tokens - 1 or not bool(live.any()):
-                break
-            # a row that just stopped keeps its stop token for the next turn's tail
-            feed = feed & live
-            for row in feed.nonzero().squeeze(-1).tolist():
-                session.consumed[row].append(tokens[row][-1])
-            logits = turn.step(torch.where(feed, nxt, torch.full_like(nxt, backend.pad_id)), feed)
+        _decode(turn, logits, max_new_tokens, temperature, generator, caller, tokens, logps, finish)
     if isinstance(session.cache, GrowingCache):
         session.stats["cache_growths"] += session.cache.growths - growths_before
     return tokens, logps, finish
+
+
+def _decode(turn: SessionTurn, logits: Any, max_new_tokens: int, temperature: float, generator: Any,
+            caller: list[int], tokens: list, logps: list, finish: list) -> None:
+    """The decode loop of one turn. With a 4-D-mask model the live rows are kept at the
+    front of the batch: rows that stop are swapped behind the live ones (``caller``
+    follows them), so a step's attention reads the live rows' cache only. Otherwise they
+    stay in place and step with a masked pad."""
+    import torch
+
+    session, backend, n = turn.s, turn.b, len(caller)
+    pad = torch.full((n,), backend.pad_id, dtype=torch.long, device=backend.device)
+    active = [True] * n  # per row of the batch: still generating
+    live = n  # rows live... are all stopped (only shrinks with a 4-D-mask model)
+    for step in range(max_new_tokens):
+        nxt, chosen = sample(logits[:live], temperature, generator)
+        stopped = torch.isin(nxt, backend._stop).tolist()
+        for p, (tok, lp, st) in enumerate(zip(nxt.tolist(), chosen.tolist(), stopped)):
+            if active[p]:
+                row = caller[p]
+                tokens[row].append(tok)
+                logps[row].append(lp)
+                if st:
+                    finish[row] = "stop"
+                    active[p] = False  # it keeps its stop token for the next turn's tail
+        going = [p for p in range(live) if active[p]]
+        if step == max_new_tokens - 1 or not going:
+            break
+        src = list(range(live))  # the row of ``nxt`` each row feeds
+        if turn.four_d and len(going) < live:
+            holes = [p for p in range(len(going)) if not active[p]]
+            movers = [p for p in going if p >= len(going)]
+            if holes:
+                session.swap_rows(holes, movers)
+            for i, j in zip(holes, movers):
+                caller[i], caller[j] = caller[j], caller[i]
+                src[i] = j
+            live = len(going)
+            src = src[:live]
+            active = [True] * live + [False] * (n - live)
+        feed = torch.tensor(active, dtype=torch.bool, device=backend.device)
+        ids = pad.clone()
+        ids[:live] = torch.where(feed[:live], nxt[torch.tensor(src, dtype=torch.long, device=nxt.device)], pad[:live])
+        for p in range(live):
+            if active[p]:
+                session.consumed[p].append(tokens[caller[p]][-1])
+        logits = turn.step(ids, feed, live if turn.four_d else None)

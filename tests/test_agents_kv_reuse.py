@@ -131,3 +131,44 @@ def test_a_batch_encodes_its_shared_prefix_once_and_matches_each_prompt_alone(ti
     monkeypatch.setattr(bt, "SHARED_PREFIX_MIN", 10_000)  # sharing off: the same result
     off = tiny._generate_batch(prompts, 6, 0.0, None, [None] * 3)
     assert [g.token_ids for g in off] == [g.token_ids for g in batch]
+
+
+def test_rows_that_stop_are_moved_behind_the_live_ones_and_results_stay_exact(tiny, monkeypatch):
+    """Rows stop at different steps (a wide stop set); the session swaps them behind the
+    live rows and attention skips them, yet every turn, with rows passed in another order
+    and one dropped, gives each row exactly what generating it alone gives."""
+    from spade_envs.agents import gqa_attention, kv_session
+
+    vocab = tiny.model.config.vocab_size
+    monkeypatch.setattr(tiny, "_stop", torch.arange(0, vocab, 7))
+    live_rows = []
+    real = gqa_attention.gqa_sdpa_forward
+
+    def spy(module, query, *a, **kw):
+        if kw.get("live_rows") is not None:
+            live_rows.append((query.shape[0], kw["live_rows"]))
+        return real(module, query, *a, **kw)
+
+    monkeypatch.setattr(gqa_attention, "gqa_sdpa_forward", spy)
+    from transformers import AttentionInterface
+
+    AttentionInterface.register(gqa_attention.NAME, spy)
+    swaps = []
+    monkeypatch.setattr(kv_session.DecodeSession, "swap_rows",
+                        lambda self, a, b, _real=kv_session.DecodeSession.swap_rows: swaps.append(a) or _real(self, a, b))
+    try:
+        session = tiny.new_session()
+        prompts = {k: [5 + k, 11, 12 + k] + [20 + k] * k for k in range(5)}
+        keys = list(prompts)
+        for turn in range(3):
+            gens = tiny.generate([prompts[k] for k in keys], max_new_tokens=8, temperature=0.0, session=session, keys=keys)
+            for k, g in zip(keys, gens):
+                alone = tiny.generate([prompts[k]], max_new_tokens=8, temperature=0.0)[0]
+                assert g.token_ids == alone.token_ids, (turn, k)
+                assert max(abs(x - y) for x, y in zip(g.logprobs, alone.logprobs)) < 1e-4
+                prompts[k] = prompts[k] + g.token_ids + [30 + turn]
+            keys = keys[::-1][:4] if turn == 0 else keys[1:] + keys[:1]  # another order, one row dropped
+        assert session.stats["rebuilds"] == 1  # every turn continued the session
+    finally:
+        AttentionInterface.register(gqa_attention.NAME, real)
+    assert swaps and any(live < b for b, live in live_rows)  # rows stopped early and were skipped
