@@ -134,11 +134,11 @@ class SpadePolicy(RestrictingNodeTransformer):
 
     # -- subscripts, iteration, unpacking: native ------------------------------------
     # RestrictedPython routes these through ``_getitem_``, ``_getiter_``,
-    # ``_iter_unpack_sequence_``, ``_unpack_sequence_`` and ``_apply_``; this sandbox's
-    # versions are ``operator.getitem``, ``iter``, the identity and a plain call (nothing to check: whatever a
-    # program can subscript or iterate it reached through the guarded names and
-    # attributes), so the native opcodes do exactly the same, without a call each.
-    # Item *writes* still go through ``_write_``.
+    # ``_iter_unpack_sequence_``, ``_unpack_sequence_`` and ``_apply_``. This sandbox's
+    # versions are ``operator.getitem``, ``iter``, the identity and a plain call: there
+    # is nothing to check (whatever a program can subscript or iterate, it reached
+    # through the guarded names and attributes), so the native opcodes do exactly the
+    # same, without a call each. Item *writes* still go through ``_write_``.
     def visit_Subscript(self, node: ast.Subscript):
         if isinstance(node.ctx, ast.Load):
             return self.node_contents_visit(node)
