@@ -6,9 +6,10 @@ which answer a tool call or a move and go on), ``max_turns`` turns (3; quick: 3)
 a line of reasoning; quick: 24), greedy, cycling through the ids with seeds 0, 1, ...
 The same episodes are played:
 
-- at batch 1 and batch 8 (the first ``n_small`` episodes), and at batch 32 (all, in the
-  sandbox when it is available), with the KV cache kept across turns and the shared
-  prompt prefix encoded once (:mod:`.kv_session`);
+- at batch 1 and batch 8 (the first ``n_small`` episodes; batch 1 in two halves, before
+  and after batch 8), and at batch 32 (all, in the sandbox when it is available), with
+  the KV cache kept across turns and the shared prompt prefix encoded once
+  (:mod:`.kv_session`);
 - at batch 8 through the naive baseline (``reuse_cache=False``: every turn re-encodes the
   whole conversation, no shared prefix), in the same run.
 
@@ -81,14 +82,24 @@ def run(quick: bool = False, model: str = "default") -> dict[str, Any]:
     }
     LLMAgent(backend, max_new_tokens=2, temperature=0.0).play(_tasks(1, 1))  # warm-up
     workload = _tasks(n_big, max_turns)
-    runs = [("b1", 1, True, False, workload[:n_small]), ("b8", 8, True, False, workload[:n_small]),
-            ("b8_reencode", 8, False, False, workload[:n_small]),
+    half = n_small // 2
+    # batch 1 runs in two halves around batch 8, so that a drift of the machine's speed
+    # during the run (this one's drifts by 10-20 %) moves both sides of their ratio alike
+    runs = [("b1", 1, True, False, workload[:half]), ("b8", 8, True, False, workload[:n_small]),
+            ("b1", 1, True, False, workload[half:n_small]), ("b8_reencode", 8, False, False, workload[:n_small]),
             ("b32", 32, True, _sandbox_available(), workload)]
+    played: dict[str, tuple[list[Any], dict[str, float], bool, bool]] = {}
     for name, batch, reuse, sandbox, tasks in runs:
         agent = LLMAgent(backend, max_new_tokens=max_new_tokens, temperature=0.0, sandbox=sandbox, reuse_cache=reuse)
         episodes, timings = _play(agent, tasks, batch)
+        print(f"bench rollout: {name}: {len(episodes)} episodes in {timings['wall_s']:.1f} s", file=sys.stderr, flush=True)
+        if name in played:
+            before, summed = played[name][0], played[name][1]
+            episodes = before + episodes
+            timings = {k: summed.get(k, 0.0) + v for k, v in timings.items()}
+        played[name] = (episodes, timings, reuse, sandbox)
+    for name, (episodes, timings, reuse, sandbox) in played.items():
         wall = timings["wall_s"]
-        print(f"bench rollout: {name}: {len(episodes)} episodes in {wall:.1f} s", file=sys.stderr, flush=True)
         figures[f"episodes_per_s_{name}"] = round(len(episodes) / wall, 4)
         figures[f"wall_s_{name}"] = round(wall, 3)
         figures[f"generated_tokens_per_s_{name}"] = round(sum(sum(e.mask) for e in episodes) / wall, 2)
