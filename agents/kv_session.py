@@ -16,7 +16,8 @@ row and continue from the row's last real token, so every real token sees exactl
 keys and positions it would see in one unpadded forward pass. Logprobs are therefore
 those of the plain sequence (checked against a full forward in the tests). Rows that
 finish generating early keep stepping with a masked pad (their cache must stay aligned
-with the batch); rows whose episode ended are dropped before the next turn. The token
+with the batch), swapped behind the rows still generating so that attention skips them
+(:func:`_decode`); rows whose episode ended are dropped before the next turn. The token
 sampled last in a turn is not fed to the model in that turn: it opens the row's next
 tail, so ``consumed`` is exactly what the cache holds.
 
