@@ -77,28 +77,26 @@ class DecodeSession:
     last_pos: Any = None  # [rows, 1] position of each row's last real token
     stats: dict[str, float] = field(default_factory=_new_stats)  # prefill_s: wall time (exact on CPU)
 
-    def matches(self, keys: list[Any], prompts: list[list[int]]) -> bool:
-        """True when the session can continue: rows it holds (a subset, in any order:
-        decoding moves rows that stopped behind the live ones) whose new prompts extend
-        what the cache holds."""
+    def rows_for(self, keys: list[Any], prompts: list[list[int]]) -> list[int] | None:
+        """The session row of each key when the session can continue (rows it holds, a
+        subset in any order: decoding moves rows that stopped behind the live ones, whose
+        new prompts extend what the cache holds); else None."""
         if self.cache is None or not keys or len(set(keys)) != len(keys):
-            return False
+            return None
         index = {k: i for i, k in enumerate(self.keys)}
         if any(k not in index for k in keys):
-            return False
+            return None
         rows = [index[k] for k in keys]
         for r, p in zip(rows, prompts):
             have = self.consumed[r]
             if len(p) <= len(have) or p[: len(have)] != have:
-                return False
-        return True
+                return None
+        return rows
 
-    def keep(self, keys: list[Any]) -> None:
-        """Drop the rows not in ``keys`` (their episodes ended)."""
+    def keep(self, rows: list[int]) -> None:
+        """Keep only ``rows`` (ascending; the others' episodes ended)."""
         import torch
 
-        index = {k: i for i, k in enumerate(self.keys)}
-        rows = [index[k] for k in keys]
         if rows == list(range(len(self.keys))):
             return
         sel = torch.tensor(rows, dtype=torch.long, device=self.mask.device)
@@ -285,7 +283,7 @@ class SessionTurn:
 def generate_in_session(backend: Any, session: DecodeSession, keys: list[Any], prompts: list[list[int]],
                         max_new_tokens: int, temperature: float, generator: Any) -> tuple[list, list, list]:
     """Tokens, logprobs and finish reasons for ``prompts``, continuing ``session`` when it
-    matches (else starting it afresh)."""
+    can continue (else starting it afresh)."""
     import torch
 
     turn = SessionTurn(backend, session)
@@ -294,10 +292,10 @@ def generate_in_session(backend: Any, session: DecodeSession, keys: list[Any], p
     t0 = time.perf_counter()  # prefill_s: the shared prefix (when started here) and the tails
     n = len(prompts)
     caller = list(range(n))  # caller's index of each row, in the session's row order
-    if session.matches(keys, prompts):
-        index = {k: i for i, k in enumerate(session.keys)}
-        caller.sort(key=lambda r: index[keys[r]])
-        session.keep([keys[r] for r in caller])
+    rows = session.rows_for(keys, prompts)
+    if rows is not None:
+        caller.sort(key=lambda r: rows[r])
+        session.keep(sorted(rows))
         prompts = [prompts[r] for r in caller]
         tails = [p[len(c):] for p, c in zip(prompts, session.consumed)]
         session.stats["reused_tokens"] += sum(len(c) for c in session.consumed)

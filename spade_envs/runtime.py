@@ -173,8 +173,11 @@ class InProcessSession(EnvSession):
         known = self._tools_key
         self._tools_key = guarded_call("get_tools()", program_tools, self._env, known)
         if self._tools_key is not known:
-            self.tools = self._tools_key[1]
             self._gate = ToolGate([] if self._self_validating else self.tools)
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:  # type: ignore[override]
+        return self._tools_key[1] if self._tools_key is not None else []
 
     def reset(self, seed: int | None = None) -> tuple[str, dict]:
         result = check_reset_result(guarded_call("reset()", lambda: self._env.reset(seed=seed)))
