@@ -20,7 +20,10 @@ prompts, None for a free row) to sample only JSON valid under it (:mod:`.constra
 Multi-turn reuse: ``generate(prompts, session=backend.new_session(), keys=[...])`` keeps
 one batched KV cache across turns (:mod:`.kv_session`): each turn only the tokens a row's
 prompt adds are encoded, and the prefix every row shares is encoded once. Constrained
-(``json_schema``) calls do not use a session.
+(``json_schema``) calls do not use a session. With ``prefix_sliding=(P, W)`` the session
+applies the window across turns (P = the first prompt when None), so a row's cache stays
+under ``P + W`` plus a slack over the whole episode (:mod:`.session_window`; models whose
+attention takes no 4-D mask re-encode each turn under a fresh Prefix Sliding cache).
 
 Speed: without Prefix Sliding the KV cache is a :class:`~.growing_cache.GrowingCache`
 (in-place appends, no per-step copy of the whole cache), and while generating, a model on
@@ -37,7 +40,8 @@ from ..errors import AgentError
 from .api import Backend, Generation
 from .chat import encode, render
 from .growing_cache import GrowingCache, growing_cache_for
-from .kv_session import DecodeSession, common_prefix_len, generate_in_session, sample
+from .kv_session import FOUR_D_ATTENTION, DecodeSession, common_prefix_len, generate_in_session
+from .sampling import sample
 
 #: shortest common prompt prefix worth encoding once for a batch (tokens)
 SHARED_PREFIX_MIN = 16
@@ -116,8 +120,25 @@ class TransformersBackend(Backend):
                              json_schema=json_schema)
 
     def new_session(self) -> DecodeSession:
-        """State for reusing the KV cache across the turns of a batch of episodes."""
-        return DecodeSession()
+        """State for reusing the KV cache across the turns of a batch of episodes (with
+        this backend's Prefix Sliding window, which then bounds the cache over the whole
+        episode: :mod:`.session_window`)."""
+        if self.prefix_sliding is None:
+            return DecodeSession()
+        prefix, window = self.prefix_sliding
+        return DecodeSession(window=int(window), prefix=None if prefix is None else int(prefix))
+
+    def _session_fits(self, session: DecodeSession) -> bool:
+        """Whether ``session`` can be used: made for this backend's window, and, with a
+        window, a model whose cache and attention take the session's 4-D masks (the window
+        lives in them)."""
+        if self.prefix_sliding is None:
+            return session.window is None
+        prefix, window = self.prefix_sliding
+        if (session.window, session.prefix) != (window, prefix):
+            return False
+        impl = getattr(self.model.config, "_attn_implementation", None)
+        return impl in FOUR_D_ATTENTION and growing_cache_for(self.model.config) is not None
 
     def generate(
         self,
@@ -145,7 +166,7 @@ class TransformersBackend(Backend):
 
         with gqa_attention(self.model), (packed_linears(self.model) if self.packed_linear else nullcontext()):
             if (session is not None and keys is not None and len(keys) == len(prompts) and prompts
-                    and json_schema is None and len(prompts) <= self.batch_size and self.prefix_sliding is None):
+                    and json_schema is None and len(prompts) <= self.batch_size and self._session_fits(session)):
                 if any(len(p) == 0 for p in prompts):
                     raise AgentError("cannot generate from an empty prompt")
                 return self._generate_session(session, list(keys), prompts, max_new_tokens, temperature, generator)

@@ -20,6 +20,8 @@ Contracts:
   behave as on ``DynamicLayer`` (rows repeated, selected, reordered; tokens dropped).
 * :meth:`GrowingCache.swap_rows` exchanges rows in place (the decode loop keeps the
   rows still generating at the front of the batch);
+* :meth:`GrowingCache.gather_columns` re-lays every row's columns (Prefix Sliding drops
+  the columns no query will see again, :mod:`.session_window`);
 * :meth:`GrowingCache.rows` gives a cache view over some rows that writes a forward's
   states at a given column: a prefill chunk of similar-length rows computes only its own
   width and lands right-aligned in the shared layout (see :mod:`.kv_session`).
@@ -238,6 +240,23 @@ class GrowingCache(Cache):
                     held = buf[a, :, :width].clone()
                     buf[a, :, :width] = buf[b, :, :width]
                     buf[b, :, :width] = held
+
+    def gather_columns(self, src: torch.Tensor, pad: torch.Tensor, width: int) -> None:
+        """Re-lay every row: new column ``j`` of row ``r`` is old column ``src[r, j]`` (zero
+        where ``pad[r, j]``); the columns from ``src.shape[1]`` to ``width`` are cleared
+        and the length becomes ``src.shape[1]`` (Prefix Sliding's compaction)."""
+        new_width = int(src.shape[1])
+        for layer in self.layers:
+            if not layer.is_initialized:
+                continue
+            for buf in (layer._k, layer._v):
+                b, h, _, d = buf.shape
+                moved = buf.gather(2, src[:, None, :, None].expand(b, h, new_width, d))
+                moved.masked_fill_(pad[:, None, :, None], 0)
+                buf[:, :, :new_width] = moved
+                buf[:, :, new_width:width] = 0
+            layer.length = new_width
+            layer._sync()
 
     def rows(self, rows: list[int], start: int, batch: int, device: torch.device) -> Cache:
         """A cache over ``rows`` (of ``batch`` in all) whose forward writes its states at

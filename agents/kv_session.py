@@ -34,7 +34,10 @@ Other models keep ``DynamicCache``, 2-D masks and one prefill per turn.
 
 A session is used only when the caller gives the same rows (by key) whose prompts extend
 what the session has consumed; anything else (a new row, a prompt that does not extend,
-Prefix Sliding, more rows than one batch) falls back to encoding from scratch.
+more rows than one batch) falls back to encoding from scratch. A session made with a
+Prefix Sliding window (``DecodeSession(window=W, prefix=P)``) also tracks each column's
+position, masks by the window and drops the columns the window left behind, so its cache
+stays bounded over the whole episode (:mod:`.session_window`).
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .growing_cache import GROWTH, GrowingCache, growing_cache_for
+from .sampling import sample
+from .session_window import compact, visible, width_bound
 
 FOUR_D_ATTENTION = {"sdpa", "eager", "spade_gqa_sdpa"}  # implementations that take an additive 4-D mask
 
@@ -62,7 +67,7 @@ def common_prefix_len(prompts: list[list[int]]) -> int:
 
 def _new_stats() -> dict[str, float]:
     return {"encoded_tokens": 0, "reused_tokens": 0, "rebuilds": 0, "computed_tokens": 0, "cache_growths": 0,
-            "prefill_chunks": 0, "prefill_s": 0.0}
+            "prefill_chunks": 0, "prefill_s": 0.0, "compactions": 0, "peak_width": 0}
 
 
 @dataclass
@@ -76,6 +81,11 @@ class DecodeSession:
     width: int = 0  # columns in the cache
     last_pos: Any = None  # [rows, 1] position of each row's last real token
     stats: dict[str, float] = field(default_factory=_new_stats)  # prefill_s: wall time (exact on CPU)
+    # Prefix Sliding across turns (:mod:`.session_window`); window None: no window
+    window: int | None = None  # W
+    prefix: int | None = None  # P (None: each row's first prompt)
+    pos: Any = None  # [rows, capacity] long: absolute position of each cache column, -1 for a pad
+    prefix_end: Any = None  # [rows, 1] long: positions below it are never dropped
 
     def rows_for(self, keys: list[Any], prompts: list[list[int]]) -> list[int] | None:
         """The session row of each key when the session can continue (rows it holds, a
@@ -102,6 +112,8 @@ class DecodeSession:
         sel = torch.tensor(rows, dtype=torch.long, device=self.mask.device)
         self.cache.batch_select_indices(sel)
         self.mask, self.last_pos = self.mask[sel], self.last_pos[sel]
+        if self.window is not None:
+            self.pos, self.prefix_end = self.pos[sel], self.prefix_end[sel]
         self.keys = [self.keys[r] for r in rows]
         self.consumed = [self.consumed[r] for r in rows]
 
@@ -112,7 +124,7 @@ class DecodeSession:
         ia = torch.tensor(a, dtype=torch.long, device=self.mask.device)
         ib = torch.tensor(b, dtype=torch.long, device=self.mask.device)
         self.cache.swap_rows(ia, ib, self.width)
-        for name in ("mask", "last_pos"):
+        for name in ("mask", "last_pos") + (("pos", "prefix_end") if self.window is not None else ()):
             t = getattr(self, name)
             t[ia], t[ib] = t[ib].clone(), t[ia].clone()
         for lst in (self.keys, self.consumed):
@@ -126,6 +138,10 @@ class DecodeSession:
             grown = self.mask.new_zeros((self.mask.shape[0], max(needed, int(cap * GROWTH))))
             grown[:, :cap] = self.mask
             self.mask = grown
+            if self.window is not None:
+                pos = self.pos.new_full(grown.shape, -1)
+                pos[:, :cap] = self.pos
+                self.pos = pos
         if isinstance(self.cache, GrowingCache):
             self.cache.reserve(needed)
 
@@ -134,32 +150,24 @@ class DecodeSession:
         import torch
 
         real = self.mask[:, None, None, : self.width]
+        if self.window is not None:
+            real = real & visible(self.pos[:, : self.width], self.prefix_end, self.last_pos, self.window)[:, None]
         return torch.zeros(real.shape, dtype=dtype, device=real.device).masked_fill_(~real, torch.finfo(dtype).min)
 
 
-def sample(logits: Any, temperature: float, generator: Any) -> tuple[Any, Any]:
-    """Next tokens and their exact logprobs (after temperature; raw when greedy)."""
-    import torch
-
-    if temperature > 0:
-        logp_all = torch.log_softmax(logits / temperature, dim=-1)
-        nxt = torch.multinomial(logp_all.exp(), 1, generator=generator).squeeze(-1)
-    else:
-        logp_all = torch.log_softmax(logits, dim=-1)
-        nxt = logp_all.argmax(dim=-1)
-    return nxt, logp_all.gather(-1, nxt[:, None]).squeeze(-1)
-
-
-def _chunk_mask(real: Any, w: int, dtype: Any) -> Any:
+def _chunk_mask(real: Any, w: int, dtype: Any, window: Any = None) -> Any:
     """``[rows, 1, w, K]`` additive mask for a chunk whose ``w`` tokens are the last ``w``
-    of ``K`` columns: earlier real columns, causal among the new ones; a pad query also
-    sees itself, so no query row is fully masked."""
+    of ``K`` columns: earlier real columns, causal among the new ones, and within
+    ``window`` (``[rows, w, K]`` bool, Prefix Sliding) when given; a pad query also sees
+    itself, so no query row is fully masked."""
     import torch
 
     rows, k = real.shape
     allowed = real[:, None, None, :].expand(rows, 1, w, k).clone()
     new = torch.ones((w, w), dtype=torch.bool, device=real.device)
     allowed[..., k - w:] &= new.tril()
+    if window is not None:
+        allowed &= window[:, None]
     allowed[..., k - w:] |= torch.eye(w, dtype=torch.bool, device=real.device)
     return torch.zeros(allowed.shape, dtype=dtype, device=real.device).masked_fill_(~allowed, torch.finfo(dtype).min)
 
@@ -189,6 +197,10 @@ class SessionTurn:
         s.mask = torch.zeros((n, 0), dtype=torch.bool, device=device)
         s.width = 0
         s.last_pos = torch.full((n, 1), -1, dtype=torch.long, device=device)
+        if s.window is not None:  # the first prompt (or P) is never dropped
+            s.pos = torch.full((n, 0), -1, dtype=torch.long, device=device)
+            ends = [len(p) if s.prefix is None else s.prefix for p in prompts]
+            s.prefix_end = torch.tensor(ends, dtype=torch.long, device=device)[:, None]
         s.reserve(room)
         if shared > 0:
             ids = torch.tensor([prompts[0][:shared]], dtype=torch.long, device=device)
@@ -198,6 +210,8 @@ class SessionTurn:
             if n > 1:
                 s.cache.batch_repeat_interleave(n)
             s.mask[:, :shared] = True
+            if s.window is not None:
+                s.pos[:, :shared] = torch.arange(shared, device=device)
             s.width = shared
             s.last_pos += shared
             s.stats["encoded_tokens"] += shared
@@ -206,8 +220,10 @@ class SessionTurn:
         s.consumed = [list(p[:shared]) for p in prompts]
         return [p[shared:] for p in prompts]
 
-    def prefill(self, tails: list[list[int]]) -> Any:
-        """Encode every row's tail (right-aligned in ``W`` new columns); next-token logits."""
+    def prefill(self, tails: list[list[int]], windowed: bool = False) -> Any:
+        """Encode every row's tail (right-aligned in ``W`` new columns); next-token logits.
+        ``windowed``: apply the session's Prefix Sliding window to the tails' queries (a
+        continued turn; a first prompt attends causally to all of itself)."""
         import torch
 
         s, device, n = self.s, self.b.device, len(tails)
@@ -228,6 +244,8 @@ class SessionTurn:
         positions = (s.last_pos + offsets).clamp(min=0)
         s.last_pos = s.last_pos + torch.tensor(lengths, device=device)[:, None]
         s.width = end = start + width
+        if s.window is not None:
+            s.pos[:, start:end] = torch.where(s.mask[:, start:end], positions, torch.full_like(positions, -1))
         s.stats["encoded_tokens"] += sum(lengths[r] for r in range(n) if rep[r] == r)
         if not self.four_d:
             out = self.model(input_ids=ids, attention_mask=s.mask[:, :end].long(), position_ids=positions,
@@ -246,7 +264,11 @@ class SessionTurn:
             idx = torch.tensor(chunk, dtype=torch.long, device=device)
             whole = chunk == list(range(n))
             cache = s.cache if whole else s.cache.rows(chunk, end - w, n, device)
-            out = self.model(input_ids=ids[idx, width - w:], attention_mask=_chunk_mask(s.mask[idx, :end], w, self.dtype),
+            window = None
+            if windowed and s.window is not None:
+                window = visible(s.pos[idx, :end], s.prefix_end[idx], positions[idx, width - w:], s.window)
+            out = self.model(input_ids=ids[idx, width - w:], attention_mask=_chunk_mask(s.mask[idx, :end], w, self.dtype,
+                                                                                         window),
                              position_ids=positions[idx, width - w:], past_key_values=cache, use_cache=True,
                              logits_to_keep=1).logits[:, -1, :].float()
             if logits is None:
@@ -269,11 +291,18 @@ class SessionTurn:
         """Feed one token per row (``feed`` False: a masked pad); next-token logits.
         ``live``: rows ``live...`` stopped (``feed`` is False there) and attention skips
         them (see :mod:`.gqa_attention`)."""
+        import torch
+
         s = self.s
+        if s.window is not None and s.width + 1 > width_bound(s):
+            compact(s)
         s.reserve(s.width + 1)
         s.mask[:, s.width] = feed
-        s.width += 1
         s.last_pos = s.last_pos + feed.long()[:, None]
+        if s.window is not None:
+            s.pos[:, s.width] = torch.where(feed, s.last_pos[:, 0], torch.full_like(s.last_pos[:, 0], -1))
+        s.width += 1
+        s.stats["peak_width"] = max(s.stats["peak_width"], s.width)
         extra = {"live_rows": live} if live is not None and self.four_d else {}
         mask = s.additive_mask(self.dtype) if self.four_d else s.mask[:, : s.width].long()
         return self.model(input_ids=step_ids[:, None], attention_mask=mask, position_ids=s.last_pos.clamp(min=0),
@@ -307,7 +336,10 @@ def generate_in_session(backend: Any, session: DecodeSession, keys: list[Any], p
     logps: list[list[float]] = [[] for _ in range(n)]
     finish = ["length"] * n
     with torch.inference_mode():
-        logits = turn.prefill(tails)
+        if rows is not None and session.window is not None:
+            compact(session)  # before this turn's tails: drop what the window left behind
+        logits = turn.prefill(tails, windowed=rows is not None)
+        session.stats["peak_width"] = max(session.stats["peak_width"], session.width)
         session.stats["prefill_s"] += time.perf_counter() - t0
         _decode(turn, logits, max_new_tokens, temperature, generator, caller, tokens, logps, finish)
     if isinstance(session.cache, GrowingCache):
