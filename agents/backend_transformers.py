@@ -25,10 +25,11 @@ applies the window across turns (P = the first prompt when None), so a row's cac
 under ``P + W`` plus a slack over the whole episode (:mod:`.session_window`; models whose
 attention takes no 4-D mask re-encode each turn under a fresh Prefix Sliding cache).
 
-Speed: without Prefix Sliding the KV cache is a :class:`~.growing_cache.GrowingCache`
-(in-place appends, no per-step copy of the whole cache), and while generating, a model on
-``sdpa`` attention runs :mod:`.gqa_attention` (no per-head copy of K/V); both paths, with
-or without a session, use them.
+Speed: the KV cache is a :class:`~.growing_cache.GrowingCache` (in-place appends, no
+per-step copy of the whole cache) in sessions, with or without Prefix Sliding, and in
+session-less calls without it; while generating, a model on ``sdpa`` attention runs
+:mod:`.gqa_attention` (no per-head copy of K/V) and its linear layers run on packed
+oneDNN weights (:mod:`.packed_linear`), with or without a session.
 """
 
 from __future__ import annotations
