@@ -11,7 +11,9 @@ The same episodes are played:
   the KV cache kept across turns and the shared prompt prefix encoded once
   (:mod:`.kv_session`);
 - at batch 8 through the naive baseline (``reuse_cache=False``: every turn re-encodes the
-  whole conversation, no shared prefix), in the same run.
+  whole conversation, no shared prefix), in the same run;
+- at batch 8 with Prefix Sliding (``prefix_sliding=(SLIDING_PREFIX, SLIDING_WINDOW)``),
+  whose session applies the window across turns (:mod:`.session_window`).
 
 Figures: ``episodes_per_s_b{1,8,32}``, ``generated_tokens_per_s_b*`` (generated tokens
 over wall time), ``share_outside_generation_b*``, ``mean_turns_b*``,
@@ -20,7 +22,10 @@ over wall time), ``share_outside_generation_b*``, ``mean_turns_b*``,
 (prompt tokens the model actually encoded), ``computed_tokens_b*`` (prefill positions
 computed, padding included), ``share_prefill_b*`` (wall share of turn prefills, the
 compute-bound part that batching cannot amortise), ``cache_growths_b*`` (KV buffer reallocations, summed over
-layers), ``share_outside_generation_b32`` (< 10 %) and ``load_avg_1m_start`` /
+layers), ``share_outside_generation_b32`` (< 10 %), ``peak_kv_columns_b8`` / ``_b8_sliding`` (the
+widest the KV cache got, columns per row; with the window that is the longest first
+prompt, encoded whole, after which a row holds at most P + W + 64) and
+``ratio_kv_columns_b8_vs_sliding``, and ``load_avg_1m_start`` /
 ``load_avg_1m_end`` (the machine's load average around the run: the figures are only
 comparable within one run when other jobs share the cores).
 
@@ -38,6 +43,7 @@ from typing import Any
 from .api import PlayTask
 
 MULTI_TURN_IDS = tuple(range(13, 25))
+SLIDING_PREFIX, SLIDING_WINDOW = 256, 512  # as in ``spade bench prefix-sliding``
 
 
 def _tasks(n: int, max_turns: int) -> list[PlayTask]:
@@ -55,11 +61,12 @@ def _sandbox_available() -> bool:
 
 def _play(agent: Any, workload: list[PlayTask], batch: int) -> tuple[list[Any], dict[str, float]]:
     episodes, timings = [], {"wall_s": 0.0, "generation_s": 0.0, "environment_s": 0.0, "encoded_tokens": 0.0,
-                             "computed_tokens": 0.0, "cache_growths": 0.0, "prefill_s": 0.0}
+                             "computed_tokens": 0.0, "cache_growths": 0.0, "prefill_s": 0.0, "peak_width": 0.0}
     for start in range(0, len(workload), batch):
         episodes += agent.play(workload[start: start + batch])
         for key in timings:
-            timings[key] += agent.last_timings.get(key, 0.0)
+            got = agent.last_timings.get(key, 0.0)
+            timings[key] = max(timings[key], got) if key == "peak_width" else timings[key] + got
     return episodes, timings
 
 
@@ -85,18 +92,22 @@ def run(quick: bool = False, model: str = "default") -> dict[str, Any]:
     half = n_small // 2
     # batch 1 runs in two halves around batch 8, so that a drift of the machine's speed
     # during the run (this one's drifts by 10-20 %) moves both sides of their ratio alike
+    sliding = TransformersBackend(model, device="cpu", prefix_sliding=(SLIDING_PREFIX, SLIDING_WINDOW),
+                                  model=backend.model, tokenizer=backend.tokenizer)
     runs = [("b1", 1, True, False, workload[:half]), ("b8", 8, True, False, workload[:n_small]),
             ("b1", 1, True, False, workload[half:n_small]), ("b8_reencode", 8, False, False, workload[:n_small]),
-            ("b32", 32, True, _sandbox_available(), workload)]
+            ("b8_sliding", 8, True, False, workload[:n_small]), ("b32", 32, True, _sandbox_available(), workload)]
     played: dict[str, tuple[list[Any], dict[str, float], bool, bool]] = {}
     for name, batch, reuse, sandbox, tasks in runs:
-        agent = LLMAgent(backend, max_new_tokens=max_new_tokens, temperature=0.0, sandbox=sandbox, reuse_cache=reuse)
+        agent = LLMAgent(sliding if name == "b8_sliding" else backend, max_new_tokens=max_new_tokens, temperature=0.0,
+                         sandbox=sandbox, reuse_cache=reuse)
         episodes, timings = _play(agent, tasks, batch)
         print(f"bench rollout: {name}: {len(episodes)} episodes in {timings['wall_s']:.1f} s", file=sys.stderr, flush=True)
         if name in played:
             before, summed = played[name][0], played[name][1]
             episodes = before + episodes
-            timings = {k: summed.get(k, 0.0) + v for k, v in timings.items()}
+            timings = {k: max(summed.get(k, 0.0), v) if k == "peak_width" else summed.get(k, 0.0) + v
+                       for k, v in timings.items()}
         played[name] = (episodes, timings, reuse, sandbox)
     for name, (episodes, timings, reuse, sandbox) in played.items():
         wall = timings["wall_s"]
@@ -111,6 +122,7 @@ def run(quick: bool = False, model: str = "default") -> dict[str, Any]:
             figures[f"computed_tokens_{name}"] = int(timings.get("computed_tokens", 0))
             figures[f"cache_growths_{name}"] = int(timings.get("cache_growths", 0))
             figures[f"share_prefill_{name}"] = round(timings["prefill_s"] / wall, 4)
+            figures[f"peak_kv_columns_{name}"] = int(timings["peak_width"])
         if name == "b32":
             figures["sandboxed_b32"] = sandbox
     figures["load_avg_1m_end"] = round(os.getloadavg()[0], 2)
@@ -118,6 +130,9 @@ def run(quick: bool = False, model: str = "default") -> dict[str, Any]:
     figures["ratio_eps_b8_vs_b1"] = round(figures["episodes_per_s_b8"] / figures["episodes_per_s_b1"], 3)
     figures["ratio_reuse_vs_reencode_b8"] = round(figures["episodes_per_s_b8"] / figures["episodes_per_s_b8_reencode"], 3)
     figures["ratio_eps_b32_vs_b1"] = round(figures["episodes_per_s_b32"] / figures["episodes_per_s_b1"], 3)
+    figures["sliding_prefix_tokens"], figures["sliding_window_tokens"] = SLIDING_PREFIX, SLIDING_WINDOW
+    figures["ratio_kv_columns_b8_vs_sliding"] = round(
+        figures["peak_kv_columns_b8"] / max(1, figures["peak_kv_columns_b8_sliding"]), 3)
     figures["targets"] = {"b8_vs_b1_ge_2.5": figures["ratio_eps_b8_vs_b1"] >= 2.5,
                           "reuse_vs_reencode_ge_2": figures["ratio_reuse_vs_reencode_b8"] >= 2.0,
                           "outside_generation_b32_lt_10pct": figures["share_outside_generation_b32"] < 0.10}
