@@ -31,6 +31,7 @@ from spade_envs.errors import SpadeError
 from spade_envs.games import is_multiplayer
 from spade_envs.games import MultiPlayerSession, RandomPolicy, ScriptedPolicy, open_game
 
+from .game_sessions import SeatSessions, supports_sessions
 from .stats import rate_summary, wilson_interval
 
 OPPONENTS = ("random", "scripted", "self")
@@ -116,14 +117,19 @@ def _outcome(returns: list[float], seat: int, cooperative: bool) -> str:
 class GameRunner:
     """Plays matches, batching the model's moves over every live match.
 
-    ``agent``: a Backend, or None for the scripted reference agent (``replay:reference``)."""
+    ``agent``: a Backend, or None for the scripted reference agent (``replay:reference``).
+    ``reuse_cache`` (True): a token-level backend with sessions keeps each seat's KV cache
+    from move to move (:mod:`.game_sessions`); False, or any other backend, re-renders
+    the conversation for every move through ``chat``."""
 
     def __init__(self, agent: Any | None, *, max_new_tokens: int = 64, temperature: float = 0.6,
                  seed: int | None = 0, hint: bool = False, max_steps: int = 200,
-                 system_prompt: str = GAME_SYSTEM_PROMPT) -> None:
+                 system_prompt: str = GAME_SYSTEM_PROMPT, reuse_cache: bool = True) -> None:
         self.backend = agent
         self.max_new_tokens, self.temperature, self.seed = max_new_tokens, temperature, seed
         self.hint, self.max_steps, self.system_prompt = hint, max_steps, system_prompt
+        self.reuse_cache = reuse_cache and agent is not None and supports_sessions(agent)
+        self._seats: SeatSessions | None = None
 
     def _open(self, spec: MatchSpec) -> _Live | MatchResult:
         try:
@@ -159,7 +165,12 @@ class GameRunner:
             return [ScriptedPolicy().act(lv.game, seat) for lv, seat in asks]
         convs = [self._prompt(lv, seat) for lv, seat in asks]
         seed = None if self.seed is None else self.seed + round_no
-        gens = self.backend.chat(convs, max_new_tokens=self.max_new_tokens, temperature=self.temperature, seed=seed)
+        if self._seats is not None:
+            gens = self._seats.generate([(id(lv), seat) for lv, seat in asks], convs, max_new_tokens=self.max_new_tokens,
+                                        temperature=self.temperature, seed=seed)
+        else:
+            gens = self.backend.chat(convs, max_new_tokens=self.max_new_tokens, temperature=self.temperature,
+                                     seed=seed)
         texts = [g.text for g in gens]
         for conv, text in zip(convs, texts):
             conv.append({"role": "assistant", "content": text})
@@ -177,6 +188,7 @@ class GameRunner:
             else:
                 lives.append((i, opened))
         round_no = 0
+        self._seats = SeatSessions(self.backend) if self.reuse_cache else None
         while lives:
             asks = [(lv, p) for _, lv in lives for p in self._to_move(lv) if p in lv.spec.model_seats]
             texts = iter(self._model_moves(asks, round_no))
@@ -190,6 +202,7 @@ class GameRunner:
                     progress(1)
             lives = [x for x in lives if not x[1].done]
             round_no += 1
+        self._seats = None  # frees the caches
         return [r for r in results if r is not None]
 
     def _advance(self, lv: _Live, model_actions: dict[tuple[int, int], str]) -> None:

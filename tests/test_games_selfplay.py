@@ -104,3 +104,60 @@ def test_tiny_random_model_plays_both_seats():
     selfplay = next(r for r in rows if r["opponent"] == "self")
     assert selfplay["steps"] == 3 and selfplay["outcome"] in ("win", "draw", "loss")
     assert extra["games"] == ["spade/Env-00030"]
+
+
+def test_token_level_moves_continue_each_seats_kv_session(monkeypatch):
+    """With the tiny model, each seat's conversation is kept as token ids and its KV cache
+    across moves: a session per cohort of seats, built once, every later move encodes only the new
+    view, and every move's logprobs equal one forward pass over the seat's whole token
+    sequence (the model is conditioned on exactly the tokens it generated)."""
+    torch = pytest.importorskip("torch")
+    from spade_envs.agents.backend_transformers import TransformersBackend
+
+    backend = TransformersBackend("tiny-random", device="cpu")
+    calls = []
+    generate = backend.generate
+
+    def spy(prompts, **kw):
+        gens = generate(prompts, **kw)
+        calls.append((kw.get("keys"), kw.get("session"), [list(p) for p in prompts], gens))
+        return gens
+
+    monkeypatch.setattr(backend, "generate", spy)
+    specs = match_specs(["spade/Env-00025", "spade/Env-00030"], ["self", "random"], episodes=2)
+    results = GameRunner(backend, max_new_tokens=6, temperature=1.0, seed=4).play(specs)
+    assert all(r.outcome in ("win", "draw", "loss") for r in results)
+    assert all(keys is not None for keys, *_ in calls)  # every move went through a session
+    sessions = {id(s): s for _, s, _, _ in calls}
+    assert 2 <= len(sessions) <= 3  # seat 0, seat 1 of the random matches, seat 1 of the self-play ones
+    assert all(s.stats["rebuilds"] == 1 for s in sessions.values())  # none encoded its rows again
+    encoded = sum(s.stats["encoded_tokens"] for s in sessions.values())
+    assert encoded < 0.5 * sum(len(p) for _, _, prompts, _ in calls for p in prompts)
+    moves: dict = {}
+    for keys, _, prompts, gens in calls:
+        for key, prompt, gen in zip(keys, prompts, gens):
+            moves.setdefault(key, []).append((prompt, gen))
+    assert max(len(v) for v in moves.values()) >= 3
+    for seq in moves.values():
+        for (prompt, gen), (later, _) in zip(seq, seq[1:]):
+            assert later[: len(prompt) + len(gen.token_ids)] == prompt + list(gen.token_ids)
+        prompt, gen = seq[-1]
+        ids = prompt + list(gen.token_ids)
+        with torch.no_grad():
+            logp = torch.log_softmax(backend.model(torch.tensor([ids])).logits[0].float(), dim=-1)
+        for prompt, gen in seq:
+            full = [float(logp[len(prompt) + i - 1, t]) for i, t in enumerate(gen.token_ids)]
+            assert max(abs(a - b) for a, b in zip(full, gen.logprobs)) < 1e-4
+
+
+def test_message_level_path_when_reuse_is_off(monkeypatch):
+    pytest.importorskip("transformers")
+    from spade_envs.agents.backend_transformers import TransformersBackend
+
+    backend = TransformersBackend("tiny-random", device="cpu")
+    chats = []
+    chat = backend.chat
+    monkeypatch.setattr(backend, "chat", lambda convs, **kw: chats.append(len(convs)) or chat(convs, **kw))
+    runner = GameRunner(backend, max_new_tokens=4, seed=0, reuse_cache=False)
+    results = runner.play(match_specs(["spade/Env-00030"], ["random"], episodes=1))
+    assert chats and results[0].outcome in ("win", "draw", "loss")

@@ -1,0 +1,78 @@
+"""Game moves through a token-level backend, each seat's KV cache kept across its moves.
+
+A match is many short moves in one conversation per model seat, so re-encoding the
+whole conversation before every move makes a long game quadratic. With a backend that
+is token level and offers ``new_session()`` (``transformers``), :class:`SeatSessions`
+keeps each seat's conversation as token ids: the first move's prompt is the rendered
+conversation; after a move, the ids are extended with the tokens the model generated
+and the text the chat template writes for the new view plus the generation prompt
+(:func:`~spade_envs.agents.chat.continuation_text`), so each move encodes only what is
+new and the model is conditioned on exactly what it generated.
+
+Asks are grouped into cohorts, one backend call and one session per cohort: the seat,
+and the round in which that (match, seat) first moved. A session can only continue the
+rows it was built with (a new row would make it encode every row again), so a seat that
+joins later, e.g. the second seat of a self-play match, starts a cohort of its own
+instead of rebuilding one; matches that end simply leave theirs. Each group of a round
+samples with its own seed (``seed`` plus a per-group offset), so two seats of a
+simultaneous game do not draw the same stream.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spade_envs.agents import chat
+
+__all__ = ["SeatSessions", "supports_sessions"]
+
+GROUP_SEED_STRIDE = 1_000_003  # seeds of two groups in one round never coincide
+
+
+def supports_sessions(backend: Any) -> bool:
+    """Whether ``backend`` can play game moves through :class:`SeatSessions`."""
+    return bool(getattr(backend, "token_level", False)) and hasattr(backend, "new_session") \
+        and getattr(backend, "tokenizer", None) is not None
+
+
+class SeatSessions:
+    """Token ids per (match, seat) and a KV session per cohort, for one
+    :meth:`GameRunner.play` call (see the module docstring)."""
+
+    def __init__(self, backend: Any) -> None:
+        self.backend, self.tokenizer = backend, backend.tokenizer
+        self.sessions: dict[tuple[int, int], Any] = {}  # (seat, first round) -> session
+        self.cohort: dict[tuple[int, int], tuple[int, int]] = {}  # (match, seat) -> its session's key
+        self.round = 0
+        self.ids: dict[tuple[int, int], list[int]] = {}  # (match, seat) -> the conversation's token ids
+        self.raw: dict[tuple[int, int], str] = {}  # (match, seat) -> the last move as generated, special tokens kept
+
+    def _prompt(self, key: tuple[int, int], conversation: list[dict]) -> list[int]:
+        if key not in self.ids:
+            return chat.encode(self.tokenizer, chat.render(self.tokenizer, conversation, None, add_generation_prompt=True))
+        # the conversation now ends with the last move (assistant) and the new view (user)
+        text, _ = chat.continuation_text(self.tokenizer, conversation, None, self.raw[key], conversation[-2]["content"])
+        return self.ids[key] + chat.encode(self.tokenizer, text)
+
+    def generate(self, asks: list[tuple[int, int]], conversations: list[list[dict]], *, max_new_tokens: int,
+                 temperature: float, seed: int | None) -> list[Any]:
+        """One generation per ask (``(match key, seat)``, conversation ending with the seat's
+        new view), in the order asked."""
+        out: list[Any] = [None] * len(asks)
+        groups: dict[tuple[int, int], list[int]] = {}
+        for i, key in enumerate(asks):
+            groups.setdefault(self.cohort.setdefault(key, (key[1], self.round)), []).append(i)
+        self.round += 1
+        for g, (cohort, idx) in enumerate(sorted(groups.items())):
+            keys = [asks[i] for i in idx]
+            prompts = [self._prompt(k, conversations[i]) for k, i in zip(keys, idx)]
+            session = self.sessions.setdefault(cohort, self.backend.new_session())
+            gens = self.backend.generate(prompts, max_new_tokens=max_new_tokens, temperature=temperature,
+                                         seed=None if seed is None else seed + GROUP_SEED_STRIDE * g,
+                                         session=session, keys=keys)
+            for i, key, prompt, gen in zip(idx, keys, prompts, gens):
+                self.ids[key] = prompt + list(gen.token_ids)
+                self.raw[key] = self.tokenizer.decode(list(gen.token_ids), skip_special_tokens=False,
+                                                      clean_up_tokenization_spaces=False)
+                out[i] = gen
+        return out
