@@ -59,14 +59,22 @@ def _sandbox_available() -> bool:
     return True
 
 
+TIMING_KEYS = ("wall_s", "generation_s", "environment_s", "encoded_tokens", "computed_tokens", "cache_growths",
+               "prefill_s", "peak_width")
+
+
+def _merged(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
+    """Timings of two runs together: sums, except the peak width (the larger)."""
+    return {k: max(a.get(k, 0.0), b.get(k, 0.0)) if k == "peak_width" else a.get(k, 0.0) + b.get(k, 0.0)
+            for k in TIMING_KEYS}
+
+
 def _play(agent: Any, workload: list[PlayTask], batch: int) -> tuple[list[Any], dict[str, float]]:
-    episodes, timings = [], {"wall_s": 0.0, "generation_s": 0.0, "environment_s": 0.0, "encoded_tokens": 0.0,
-                             "computed_tokens": 0.0, "cache_growths": 0.0, "prefill_s": 0.0, "peak_width": 0.0}
+    episodes: list[Any] = []
+    timings: dict[str, float] = {}
     for start in range(0, len(workload), batch):
         episodes += agent.play(workload[start: start + batch])
-        for key in timings:
-            got = agent.last_timings.get(key, 0.0)
-            timings[key] = max(timings[key], got) if key == "peak_width" else timings[key] + got
+        timings = _merged(timings, agent.last_timings)
     return episodes, timings
 
 
@@ -104,10 +112,8 @@ def run(quick: bool = False, model: str = "default") -> dict[str, Any]:
         episodes, timings = _play(agent, tasks, batch)
         print(f"bench rollout: {name}: {len(episodes)} episodes in {timings['wall_s']:.1f} s", file=sys.stderr, flush=True)
         if name in played:
-            before, summed = played[name][0], played[name][1]
-            episodes = before + episodes
-            timings = {k: max(summed.get(k, 0.0), v) if k == "peak_width" else summed.get(k, 0.0) + v
-                       for k, v in timings.items()}
+            episodes = played[name][0] + episodes
+            timings = _merged(played[name][1], timings)
         played[name] = (episodes, timings, reuse, sandbox)
     for name, (episodes, timings, reuse, sandbox) in played.items():
         wall = timings["wall_s"]

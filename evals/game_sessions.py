@@ -66,7 +66,9 @@ class SeatSessions:
         for g, (cohort, idx) in enumerate(sorted(groups.items())):
             keys = [asks[i] for i in idx]
             prompts = [self._prompt(k, conversations[i]) for k, i in zip(keys, idx)]
-            session = self.sessions.setdefault(cohort, self.backend.new_session())
+            if cohort not in self.sessions:
+                self.sessions[cohort] = self.backend.new_session()
+            session = self.sessions[cohort]
             gens = self.backend.generate(prompts, max_new_tokens=max_new_tokens, temperature=temperature,
                                          seed=None if seed is None else seed + GROUP_SEED_STRIDE * g,
                                          session=session, keys=keys)
