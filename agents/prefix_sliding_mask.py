@@ -25,12 +25,15 @@ __all__ = ["prefix_sliding_allowed", "prefix_sliding_attention_mask", "to_attent
 
 
 def prefix_sliding_allowed(
-    q_pos: torch.Tensor, kv_pos: torch.Tensor, prefix_len: int, window: int, prefill_len: int = 0
+    q_pos: torch.Tensor, kv_pos: torch.Tensor, prefix_len: int | torch.Tensor, window: int,
+    prefill_len: int | torch.Tensor = 0,
 ) -> torch.Tensor:
-    """``[len(q_pos), len(kv_pos)]`` bool: True where query ``q`` may attend to key ``k``
-    (absolute positions; rule in the module docstring)."""
-    q = q_pos[:, None]
-    k = kv_pos[None, :]
+    """``[..., len(q_pos), len(kv_pos)]`` bool: True where query ``q`` may attend to key
+    ``k`` (absolute positions; rule in the module docstring). Leading dimensions of
+    ``q_pos``/``kv_pos`` broadcast (e.g. one row each of a batch, ``[rows, Q]`` and
+    ``[rows, K]``), and so may ``prefix_len``/``prefill_len`` as tensors (``[rows, 1, 1]``)."""
+    q = q_pos[..., :, None]
+    k = kv_pos[..., None, :]
     return (k <= q) & ((q < prefill_len) | (k < prefix_len) | (k >= q - window))
 
 

@@ -29,17 +29,18 @@ from typing import Any
 
 import torch
 
+from .prefix_sliding_mask import prefix_sliding_allowed
+
 __all__ = ["SLACK", "compact", "visible", "width_bound"]
 
 SLACK = 64  # columns a row may grow past its bound before a compaction
 
 
 def visible(pos: torch.Tensor, prefix_end: torch.Tensor, query_pos: torch.Tensor, window: int) -> torch.Tensor:
-    """``[rows, q, K]`` bool: key columns at positions ``pos`` (``[rows, K]``) that the
-    queries at ``query_pos`` (``[rows, q]``) may see by the window rule (causality and
-    padding are the caller's mask)."""
-    k = pos[:, None, :]
-    return (k < prefix_end[:, :, None]) | (k >= query_pos[:, :, None] - window)
+    """``[rows, q, K]`` bool: key columns at positions ``pos`` (``[rows, K]``, -1 for a
+    pad) that the queries at ``query_pos`` (``[rows, q]``) may see by the window rule
+    (padding is the caller's mask)."""
+    return prefix_sliding_allowed(query_pos, pos, prefix_end[:, :, None], window)
 
 
 def width_bound(session: Any) -> int:
