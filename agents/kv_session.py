@@ -328,6 +328,9 @@ def generate_in_session(backend: Any, session: DecodeSession, keys: list[Any], p
         prompts = [prompts[r] for r in caller]
         tails = [p[len(c):] for p, c in zip(prompts, session.consumed)]
         session.stats["reused_tokens"] += sum(len(c) for c in session.consumed)
+        if session.window is not None:
+            with torch.inference_mode():  # drop what the window left behind before reserving room
+                compact(session)
     else:
         tails = turn.start(keys, prompts, max(len(p) for p in prompts) + max_new_tokens)
     growths_before = session.cache.growths if isinstance(session.cache, GrowingCache) else 0
@@ -336,8 +339,6 @@ def generate_in_session(backend: Any, session: DecodeSession, keys: list[Any], p
     logps: list[list[float]] = [[] for _ in range(n)]
     finish = ["length"] * n
     with torch.inference_mode():
-        if rows is not None and session.window is not None:
-            compact(session)  # before this turn's tails: drop what the window left behind
         logits = turn.prefill(tails, windowed=rows is not None)
         session.stats["peak_width"] = max(session.stats["peak_width"], session.width)
         session.stats["prefill_s"] += time.perf_counter() - t0
