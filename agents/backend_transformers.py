@@ -39,7 +39,7 @@ from typing import Any
 
 from ..errors import AgentError
 from .api import Backend, Generation
-from .chat import encode, render
+from .chat import prompt_ids
 from .growing_cache import GrowingCache, growing_cache_for
 from .kv_session import FOUR_D_ATTENTION, DecodeSession, common_prefix_len, generate_in_session
 from .sampling import sample
@@ -115,8 +115,7 @@ class TransformersBackend(Backend):
     ) -> list[Generation]:
         prompts = []
         for i, messages in enumerate(conversations):
-            text = render(self.tokenizer, messages, tools[i] if tools else None, add_generation_prompt=True)
-            prompts.append(encode(self.tokenizer, text))
+            prompts.append(prompt_ids(self.tokenizer, messages, tools[i] if tools else None))
         return self.generate(prompts, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
                              json_schema=json_schema)
 

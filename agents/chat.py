@@ -14,7 +14,8 @@ so the rollout loop, the TRL adapter and the OpenEnv server prompt alike.
 
 :func:`render` turns messages into the prompt text; :func:`continuation_text` gives the
 text that follows a generated assistant turn when an observation is appended, so the
-rollout can extend a token-level trajectory without re-tokenizing model tokens.
+rollout can extend a token-level trajectory without re-tokenizing model tokens
+(:func:`prompt_ids` and :func:`continuation_ids` are the same as token ids).
 """
 
 from __future__ import annotations
@@ -74,6 +75,21 @@ def render(tokenizer: Any, messages: list[dict], tools: list[dict] | None = None
 def encode(tokenizer: Any, text: str) -> list[int]:
     """Token ids of rendered text (the template already holds any special tokens)."""
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def prompt_ids(tokenizer: Any, messages: list[dict], tools: list[dict] | None = None) -> list[int]:
+    """Token ids of the first prompt: ``messages`` rendered with the generation prompt."""
+    return encode(tokenizer, render(tokenizer, messages, tools, add_generation_prompt=True))
+
+
+def continuation_ids(tokenizer: Any, messages: list[dict], tools: list[dict] | None,
+                     generated_ids: list[int], content: str) -> list[int]:
+    """Token ids to append after the generated tokens ``generated_ids`` (the assistant
+    turn whose message ``content`` is second to last in ``messages``, before the new
+    observation): :func:`continuation_text` of their decoding (special tokens kept)."""
+    raw = tokenizer.decode(list(generated_ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
+    text, _ = continuation_text(tokenizer, messages, tools, raw, content)
+    return encode(tokenizer, text)
 
 
 def continuation_text(tokenizer: Any, messages: list[dict], tools: list[dict] | None,

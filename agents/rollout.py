@@ -119,8 +119,7 @@ class LLMAgent(Agent):
                                                  system_prompt=self.system_prompt)
             live = _Live(task=task, env=env, tools=tools, messages=messages, environment_s=spent)
             if self.token_level:
-                text = chat.render(self.backend.tokenizer, messages, tools, add_generation_prompt=True)
-                live.extend(chat.encode(self.backend.tokenizer, text), None, model=False)
+                live.extend(chat.prompt_ids(self.backend.tokenizer, messages, tools), None, model=False)
             lives.append(live)
         reuse = self.reuse_cache and self.token_level and hasattr(self.backend, "new_session")
         self._session = self.backend.new_session() if reuse else None
@@ -196,11 +195,9 @@ class LLMAgent(Agent):
         called = bool(parse_tool_calls(action))
         lv.messages.append(chat.observation_message(out.observation, native_tools=self.native_tools, called_tool=called))
         if self.token_level:
-            tok = self.backend.tokenizer
-            raw = tok.decode(lv.token_ids[len(lv.token_ids) - _last_gen_len(lv):], skip_special_tokens=False,
-                             clean_up_tokenization_spaces=False)
-            text, _ = chat.continuation_text(tok, lv.messages, lv.tools, raw, action)
-            lv.extend(chat.encode(tok, text), None, model=False)
+            generated = lv.token_ids[len(lv.token_ids) - _last_gen_len(lv):]
+            lv.extend(chat.continuation_ids(self.backend.tokenizer, lv.messages, lv.tools, generated, action), None,
+                      model=False)
             if self.max_positions and len(lv.token_ids) + self.max_new_tokens > self.max_positions:
                 lv.truncated, lv.done = True, True  # the context is full
 

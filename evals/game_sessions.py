@@ -6,7 +6,7 @@ is token level and offers ``new_session()`` (``transformers``), :class:`SeatSess
 keeps each seat's conversation as token ids: the first move's prompt is the rendered
 conversation; after a move, the ids are extended with the tokens the model generated
 and the text the chat template writes for the new view plus the generation prompt
-(:func:`~spade_envs.agents.chat.continuation_text`), so each move encodes only what is
+(:func:`~spade_envs.agents.chat.continuation_ids`, as the rollout loop does), so each move encodes only what is
 new and the model is conditioned on exactly what it generated.
 
 Asks are grouped into cohorts, one backend call and one session per cohort: the seat,
@@ -43,26 +43,24 @@ class SeatSessions:
         self.backend, self.tokenizer = backend, backend.tokenizer
         self.sessions: dict[tuple[int, int], Any] = {}  # (seat, first round) -> session
         self.cohort: dict[tuple[int, int], tuple[int, int]] = {}  # (match, seat) -> its session's key
-        self.round = 0
         self.ids: dict[tuple[int, int], list[int]] = {}  # (match, seat) -> the conversation's token ids
-        self.raw: dict[tuple[int, int], str] = {}  # (match, seat) -> the last move as generated, special tokens kept
+        self.last: dict[tuple[int, int], list[int]] = {}  # (match, seat) -> the tokens of its last move
 
     def _prompt(self, key: tuple[int, int], conversation: list[dict]) -> list[int]:
         if key not in self.ids:
-            return chat.encode(self.tokenizer, chat.render(self.tokenizer, conversation, None, add_generation_prompt=True))
+            return chat.prompt_ids(self.tokenizer, conversation)
         # the conversation now ends with the last move (assistant) and the new view (user)
-        text, _ = chat.continuation_text(self.tokenizer, conversation, None, self.raw[key], conversation[-2]["content"])
-        return self.ids[key] + chat.encode(self.tokenizer, text)
+        return self.ids[key] + chat.continuation_ids(self.tokenizer, conversation, None, self.last[key],
+                                                     conversation[-2]["content"])
 
-    def generate(self, asks: list[tuple[int, int]], conversations: list[list[dict]], *, max_new_tokens: int,
-                 temperature: float, seed: int | None) -> list[Any]:
+    def generate(self, asks: list[tuple[int, int]], conversations: list[list[dict]], round_no: int, *,
+                 max_new_tokens: int, temperature: float, seed: int | None) -> list[Any]:
         """One generation per ask (``(match key, seat)``, conversation ending with the seat's
-        new view), in the order asked."""
+        new view) of round ``round_no``, in the order asked."""
         out: list[Any] = [None] * len(asks)
         groups: dict[tuple[int, int], list[int]] = {}
         for i, key in enumerate(asks):
-            groups.setdefault(self.cohort.setdefault(key, (key[1], self.round)), []).append(i)
-        self.round += 1
+            groups.setdefault(self.cohort.setdefault(key, (key[1], round_no)), []).append(i)
         for g, (cohort, idx) in enumerate(sorted(groups.items())):
             keys = [asks[i] for i in idx]
             prompts = [self._prompt(k, conversations[i]) for k, i in zip(keys, idx)]
@@ -73,8 +71,7 @@ class SeatSessions:
                                          seed=None if seed is None else seed + GROUP_SEED_STRIDE * g,
                                          session=session, keys=keys)
             for i, key, prompt, gen in zip(idx, keys, prompts, gens):
-                self.ids[key] = prompt + list(gen.token_ids)
-                self.raw[key] = self.tokenizer.decode(list(gen.token_ids), skip_special_tokens=False,
-                                                      clean_up_tokenization_spaces=False)
+                self.last[key] = list(gen.token_ids)
+                self.ids[key] = prompt + self.last[key]
                 out[i] = gen
         return out

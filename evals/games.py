@@ -129,7 +129,6 @@ class GameRunner:
         self.max_new_tokens, self.temperature, self.seed = max_new_tokens, temperature, seed
         self.hint, self.max_steps, self.system_prompt = hint, max_steps, system_prompt
         self.reuse_cache = reuse_cache and agent is not None and supports_sessions(agent)
-        self._seats: SeatSessions | None = None
 
     def _open(self, spec: MatchSpec) -> _Live | MatchResult:
         try:
@@ -158,16 +157,16 @@ class GameRunner:
         msgs.append({"role": "user", "content": view})
         return msgs
 
-    def _model_moves(self, asks: list[tuple[_Live, int]], round_no: int) -> list[str]:
+    def _model_moves(self, asks: list[tuple[_Live, int]], round_no: int, seats: SeatSessions | None) -> list[str]:
         if not asks:
             return []
         if self.backend is None:  # the reference agent: the game's scripted strategy
             return [ScriptedPolicy().act(lv.game, seat) for lv, seat in asks]
         convs = [self._prompt(lv, seat) for lv, seat in asks]
         seed = None if self.seed is None else self.seed + round_no
-        if self._seats is not None:
-            gens = self._seats.generate([(id(lv), seat) for lv, seat in asks], convs, max_new_tokens=self.max_new_tokens,
-                                        temperature=self.temperature, seed=seed)
+        if seats is not None:
+            gens = seats.generate([(id(lv), seat) for lv, seat in asks], convs, round_no,
+                                  max_new_tokens=self.max_new_tokens, temperature=self.temperature, seed=seed)
         else:
             gens = self.backend.chat(convs, max_new_tokens=self.max_new_tokens, temperature=self.temperature,
                                      seed=seed)
@@ -188,10 +187,10 @@ class GameRunner:
             else:
                 lives.append((i, opened))
         round_no = 0
-        self._seats = SeatSessions(self.backend) if self.reuse_cache else None
+        seats = SeatSessions(self.backend) if self.reuse_cache else None  # freed when play returns
         while lives:
             asks = [(lv, p) for _, lv in lives for p in self._to_move(lv) if p in lv.spec.model_seats]
-            texts = iter(self._model_moves(asks, round_no))
+            texts = iter(self._model_moves(asks, round_no, seats))
             model_actions = {(id(lv), p): next(texts) for lv, p in asks}
             for _, lv in lives:
                 self._advance(lv, model_actions)
@@ -202,7 +201,6 @@ class GameRunner:
                     progress(1)
             lives = [x for x in lives if not x[1].done]
             round_no += 1
-        self._seats = None  # frees the caches
         return [r for r in results if r is not None]
 
     def _advance(self, lv: _Live, model_actions: dict[tuple[int, int], str]) -> None:
