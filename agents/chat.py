@@ -20,7 +20,6 @@ rollout can extend a token-level trajectory without re-tokenizing model tokens
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 # the prompt texts live with the environment (one source for eval, TRL and OpenEnv)
