@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/registry_hub_sync.py [N]      # default N = 100000
 
-Builds a store of N synthetic entries (``spade_envs.registry.bench.build_store``), then
+Builds a store of N synthetic entries (``spade_envs.benches.registry.build_store``), then
 times, through the ``spade`` CLI (progress bars on stderr when it is a terminal):
 ``registry push`` from home A, ``registry pull --skip-acceptance`` into a fresh home B
 (acceptance of N programs is a separate cost: about 50 ms each once the sandbox is warm),
@@ -27,7 +27,7 @@ from hub_server import HubServer  # noqa: E402
 
 def main(n: int) -> dict:
     from spade_envs.cli.main import main as spade
-    from spade_envs.registry.bench import build_store
+    from spade_envs.benches.registry import build_store
 
     root = Path(tempfile.mkdtemp(prefix="spade-hub-bench-"))
     figures: dict = {"bench": "registry_hub_sync", "n_envs": n}

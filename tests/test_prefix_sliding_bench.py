@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from spade_envs.agents import bench_prefix_sliding as bench  # noqa: E402
+from spade_envs.benches import prefix_sliding as bench  # noqa: E402
 from spade_envs.agents.prefix_sliding import PrefixSlidingCache  # noqa: E402
 
 

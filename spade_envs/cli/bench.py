@@ -13,10 +13,10 @@ import json
 import typer
 
 BENCHMARKS = {
-    "sandbox": "spade_envs.sandbox.bench",
-    "registry": "spade_envs.registry.bench",
-    "rollout": "spade_envs.agents.bench_rollout",
-    "prefix-sliding": "spade_envs.agents.bench_prefix_sliding",
+    "sandbox": "spade_envs.benches.sandbox",
+    "registry": "spade_envs.benches.registry",
+    "rollout": "spade_envs.benches.rollout",
+    "prefix-sliding": "spade_envs.benches.prefix_sliding",
     "acceptance": "spade_envs.designer.bench_acceptance",
     "learning": "spade_envs.selfplay.learning_bench",
 }

@@ -79,7 +79,7 @@ def _sessions(runtime: Any, records: Any, opened: dict) -> list:
 
 
 def _replay(runtime: Any, records: Any, opened: dict) -> float:
-    from ..actions import solution_to_actions
+    from spade_envs.actions import solution_to_actions
 
     sessions = _sessions(runtime, records, opened)
     t = time.perf_counter()
@@ -92,7 +92,7 @@ def _replay(runtime: Any, records: Any, opened: dict) -> float:
 
 
 def _replay_batched(runtime: Any, records: Any, opened: dict) -> float:
-    from ..actions import solution_to_actions
+    from spade_envs.actions import solution_to_actions
 
     sessions = _sessions(runtime, records, opened)
     t = time.perf_counter()
@@ -179,7 +179,7 @@ def _fresh_process_figures(runs: int = 3) -> dict[str, Any]:
     import tempfile
     from pathlib import Path
 
-    from ..registry.bench import build_store
+    from spade_envs.benches.registry import build_store
 
     home = Path(tempfile.gettempdir()) / "spade-bench-sandbox-store"
     last = build_store(2, home)
@@ -199,11 +199,11 @@ def _fresh_process_figures(runs: int = 3) -> dict[str, Any]:
 
 
 def run(quick: bool = False) -> dict[str, Any]:
-    from ..games import is_multiplayer
-    from ..registry.catalog import seed_records
-    from ..runtime import InProcessRuntime
-    from .restricted import RestrictedLoader
-    from .runtime import SandboxRuntime
+    from spade_envs.games import is_multiplayer
+    from spade_envs.registry.catalog import seed_records
+    from spade_envs.runtime import InProcessRuntime
+    from spade_envs.sandbox.restricted import RestrictedLoader
+    from spade_envs.sandbox.runtime import SandboxRuntime
 
     n = 300 if quick else 3000
     out: dict[str, Any] = {"machine_note": "shared 2-core machine; figures vary with load"}

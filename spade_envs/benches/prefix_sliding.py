@@ -31,7 +31,7 @@ WINDOW = 512
 def _load_default_model() -> Any:
     """The packaged SmolLM2-135M-Instruct, through the agents' loader when available."""
     try:
-        from .models import load_model
+        from spade_envs.agents.models import load_model
     except ImportError:  # pragma: no cover - loader not built yet
         load_model = None
     if load_model is not None:
@@ -76,7 +76,7 @@ def run(quick: bool = False) -> dict:
     import torch
     from transformers import DynamicCache
 
-    from .prefix_sliding import PrefixSlidingCache
+    from spade_envs.agents.prefix_sliding import PrefixSlidingCache
 
     steps = 30 if quick else 200
     threads = int(os.environ.get("SPADE_BENCH_THREADS", "0") or 0)

@@ -40,7 +40,7 @@ import sys
 import time
 from typing import Any
 
-from .api import PlayTask
+from spade_envs.agents.api import PlayTask
 
 MULTI_TURN_IDS = tuple(range(13, 25))
 SLIDING_PREFIX, SLIDING_WINDOW = 256, 512  # as in ``spade bench prefix-sliding``
@@ -53,7 +53,7 @@ def _tasks(n: int, max_turns: int) -> list[PlayTask]:
 
 def _sandbox_available() -> bool:
     try:
-        from ..sandbox import SandboxRuntime  # noqa: F401
+        from spade_envs.sandbox import SandboxRuntime  # noqa: F401
     except ImportError:
         return False
     return True
@@ -84,8 +84,8 @@ def _encoded_without_reuse(episodes: list[Any]) -> int:
 
 
 def run(quick: bool = False, model: str = "default") -> dict[str, Any]:
-    from .backend_transformers import TransformersBackend
-    from .rollout import LLMAgent
+    from spade_envs.agents.backend_transformers import TransformersBackend
+    from spade_envs.agents.rollout import LLMAgent
 
     max_new_tokens, max_turns, n_small, n_big = (24, 3, 8, 32) if quick else (128, 3, 8, 32)
     t = time.perf_counter()

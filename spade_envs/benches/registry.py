@@ -51,9 +51,9 @@ _TEMPLATE = (
 def build_store(n: int, home: Path) -> int:
     """A store of ``n`` distinct synthetic entries under ``home`` (reused when present);
     returns the newest sequence number."""
-    from ..program import source_sha256
-    from .migrations import FIRST_STORE_SEQ
-    from .store import Registry
+    from spade_envs.program import source_sha256
+    from spade_envs.registry.migrations import FIRST_STORE_SEQ
+    from spade_envs.registry.store import Registry
 
     path = home / "registry.sqlite3"
     last = FIRST_STORE_SEQ + n - 1
