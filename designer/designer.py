@@ -332,6 +332,8 @@ class EnvironmentDesigner(LazyDesignerDeps):
         return c.attempts[-1]
 
     def _register(self, accepted: list[Candidate]) -> int:
+        from ..registry.write import register_accepted
+
         cfg = self.config
         reg = self.registry
         generation = reg.next_generation()
@@ -342,8 +344,9 @@ class EnvironmentDesigner(LazyDesignerDeps):
             if hint.note:
                 c.notes.append(hint.note)
             try:
-                res = reg.add(
-                    hint.source, filename=f"candidate_{c.index:03d}.py", generation=generation, skill=c.skill,
+                res = register_accepted(  # the one write path: it measures the tool specs
+                    reg, hint.source, filename=f"candidate_{c.index:03d}.py", runtime=self.runtime,
+                    generation=generation, skill=c.skill,
                     designer_model=cfg.model, grounding_ref=c.document.ref, parent_ids=c.parents,
                     acceptance=c.attempts[-1].verdicts,
                     metadata={"mode": c.mode, "prompt_hash": c.prompt_hash, "hint_origin": hint.origin,

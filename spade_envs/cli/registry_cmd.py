@@ -84,10 +84,9 @@ def spec_runtime() -> Any:
 
 def tool_spec_fields(source: str, filename: str, runtime: Any) -> dict[str, Any]:
     """``tool_specs`` (seed 0's) and, when they vary by seed, a metadata flag saying so."""
-    from ..registry.toolspecs import collect_tool_specs
+    from ..registry.write import measure_tool_specs
 
-    specs, vary = collect_tool_specs(source, runtime, filename=filename)
-    return {"tool_specs": specs, **({"tool_specs_vary_by_seed": True} if vary else {})}
+    return measure_tool_specs(source, filename=filename, runtime=runtime)
 
 
 def add_files(files: list[str], *, generation: int | None = None, replaces: str | None = None,
@@ -99,6 +98,7 @@ def add_files(files: list[str], *, generation: int | None = None, replaces: str 
 
     from ..errors import SpadeError
     from ..registry.importer import iter_candidates
+    from ..registry.write import register_accepted
 
     candidates = list(iter_candidates(files))
     added: list[dict[str, Any]] = []
@@ -121,12 +121,9 @@ def add_files(files: list[str], *, generation: int | None = None, replaces: str 
             fields["metadata"] = {**(fields.get("metadata") or {}), **verdict_metadata(verdict)}
             if generation is not None:
                 fields["generation"] = generation
-            specs = tool_spec_fields(cand.source, cand.file, spec_runtime())  # measured here, never claimed
-            fields["tool_specs"] = specs.pop("tool_specs")
-            if specs:
-                fields["metadata"] = {**(fields.get("metadata") or {}), **specs}
-            try:
-                res = reg.add(cand.source, filename=cand.file, replaces=replaces, acceptance=verdict["stages"], **fields)
+            try:  # the one write path: it measures the tool specs (never claimed)
+                res = register_accepted(reg, cand.source, filename=cand.file, replaces=replaces,
+                                        acceptance=verdict["stages"], runtime=spec_runtime(), **fields)
             except SpadeError as exc:
                 rejected.append({"file": cand.file, "rejected_at": "store", "detail": str(exc)})
                 continue

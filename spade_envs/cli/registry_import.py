@@ -53,7 +53,8 @@ def import_pool(sources: list[str], *, generation: int | None = None,
     from ..errors import SpadeError
     from ..program import source_sha256
     from ..registry.importer import iter_candidates
-    from .registry_cmd import _open, acceptance_runner, spec_runtime, tool_spec_fields, verdict_metadata
+    from ..registry.write import register_accepted
+    from .registry_cmd import _open, acceptance_runner, spec_runtime, verdict_metadata
 
     candidates = list(iter_candidates(sources))
     files: list[dict[str, Any]] = []
@@ -85,12 +86,9 @@ def import_pool(sources: list[str], *, generation: int | None = None,
                                   "imported_from": cand.file}
             if generation is not None:
                 fields["generation"] = generation
-            specs = tool_spec_fields(cand.source, cand.file, spec_runtime())  # measured here, never claimed
-            fields["tool_specs"] = specs.pop("tool_specs")
-            if specs:
-                fields["metadata"] = {**fields["metadata"], **specs}
-            try:
-                res = reg.add(cand.source, filename=cand.file, acceptance=verdict["stages"], **fields)
+            try:  # the one write path: it measures the tool specs (never claimed)
+                res = register_accepted(reg, cand.source, filename=cand.file, acceptance=verdict["stages"],
+                                        runtime=spec_runtime(), **fields)
             except SpadeError as exc:
                 row.update(verdict="rejected", rejected_at="store", detail=str(exc))
                 continue

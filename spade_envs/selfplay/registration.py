@@ -1,7 +1,8 @@
 """Registry writes of a self-play run (main process only; other ranks get the results).
 
 - pending programs (accepted ``code`` candidates) become ONE new generation every
-  ``register_every`` rounds (``Registry.add_many``);
+  ``register_every`` rounds, through the registry's one write path
+  (:func:`spade_envs.registry.write.register_accepted_many`, which measures tool specs);
 - ``params`` candidates are registered as variants when accepted
   (``Registry.add_variant``), in the generation of their round, so the agent plays them
   by id like any entry;
@@ -129,7 +130,11 @@ class Registrar:
         } for p in self.pending]
 
         def write() -> list[tuple[str, bool]]:
-            return [(str(res.env_id), bool(res.new)) for res in tr.registry.add_many(items)]
+            from ..registry.write import register_accepted_many  # the one write path: measures tool specs
+
+            runtime = getattr(tr.designer, "runtime", None)
+            return [(str(res.env_id), bool(res.new))
+                    for res in register_accepted_many(tr.registry, items, runtime=runtime)]
 
         results = dist.on_main(tr.acc, write)
         new = 0
