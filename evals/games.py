@@ -232,49 +232,76 @@ class GameRunner:
             res.error, res.outcome, lv.done = str(exc), "error", True
 
 
-def _rates(results: Sequence[MatchResult]) -> dict[str, Any]:
-    played = [r for r in results if r.outcome != "error"]
+def _rates(outcomes: Sequence[str]) -> dict[str, Any]:
+    played = [o for o in outcomes if o != "error"]
     n = len(played)
-    out: dict[str, Any] = {"n": n, "errors": len(results) - n}
+    out: dict[str, Any] = {"n": n, "errors": len(outcomes) - n}
     for name in ("win", "draw", "loss"):
-        k = sum(r.outcome == name for r in played)
+        k = sum(o == name for o in played)
         low, high = wilson_interval(k, n)
         out[name] = {"k": k, "rate": k / n if n else 0.0, "ci95": [round(low, 6), round(high, 6)]}
     return out
 
 
-def summarize(results: Sequence[MatchResult]) -> dict[str, Any]:
-    """Win/draw/loss rates with Wilson 95% intervals, overall, per opponent and per game.
-    ``overall`` is the agent's win rate against the fixed baselines (``rate_summary`` shape)."""
-    vs_baselines = [r for r in results if r.spec.opponent != "self" and r.outcome != "error"]
-    summary: dict[str, Any] = {"overall": rate_summary(r.outcome == "win" for r in vs_baselines)}
+def _facts(r: MatchResult | dict[str, Any]) -> tuple[str, str, str]:
+    """``(game id, opponent, outcome)`` of a match result or of its row."""
+    if isinstance(r, MatchResult):
+        return r.spec.env_id, r.spec.opponent, r.outcome
+    return str(r["id"]), str(r["opponent"]), str(r["outcome"])
+
+
+def summarize(results: Sequence[MatchResult | dict[str, Any]]) -> dict[str, Any]:
+    """Win/draw/loss rates with Wilson 95% intervals, overall, per opponent and per game,
+    from match results or their rows. ``overall`` is the agent's win rate against the fixed
+    baselines (``rate_summary`` shape) over ``vs_baselines`` matches; self-play matches
+    (``self_play``) and matches that ended in a game error (``errors``) are not in it, so
+    ``overall.n + self_play + errors == matches``."""
+    facts = [_facts(r) for r in results]
+    vs_baselines = [f for f in facts if f[1] != "self" and f[2] != "error"]
+    summary: dict[str, Any] = {"overall": rate_summary(f[2] == "win" for f in vs_baselines)}
     by_opp: dict[str, Any] = {}
     by_game: dict[str, dict[str, Any]] = {}
     for opp in OPPONENTS:
-        chosen = [r for r in results if r.spec.opponent == opp]
+        chosen = [f[2] for f in facts if f[1] == opp]
         if chosen:
             by_opp[opp] = _rates(chosen)
             if opp == "self":
                 by_opp[opp]["note"] = "outcomes of seat 0 (the first player in turn-based seed games)"
-    for r in results:
-        by_game.setdefault(r.spec.env_id, {})
+    for env_id, _, _ in facts:
+        by_game.setdefault(env_id, {})
     for env_id in by_game:
         for opp in OPPONENTS:
-            chosen = [r for r in results if r.spec.env_id == env_id and r.spec.opponent == opp]
+            chosen = [f[2] for f in facts if f[0] == env_id and f[1] == opp]
             if chosen:
                 by_game[env_id][opp] = _rates(chosen)
-    summary.update(by_opponent=by_opp, by_game=by_game, matches=len(results),
-                   errors=sum(r.outcome == "error" for r in results))
+    summary.update(by_opponent=by_opp, by_game=by_game, matches=len(facts), vs_baselines=len(vs_baselines),
+                   self_play=sum(f[1] == "self" for f in facts),
+                   errors=sum(f[1] != "self" and f[2] == "error" for f in facts),
+                   self_play_errors=sum(f[1] == "self" and f[2] == "error" for f in facts))
     return summary
+
+
+def match_key(spec: MatchSpec) -> str:
+    """The key of a match in an interrupted run's finished entries."""
+    return f"{spec.env_id}|{spec.opponent}|{spec.seed}|{','.join(map(str, spec.model_seats))}"
+
+
+#: Matches played per ``GameRunner.play`` call: the model's moves are batched over a chunk,
+#: and each chunk's rows are handed to ``on_row`` as soon as it ends.
+CHUNK = 16
 
 
 def run_games(agent: str | Any, *, env_ids: Sequence[str] | None = None, limit: int | None = None,
               episodes: int = 4, opponents: Sequence[str] = OPPONENTS, max_new_tokens: int = 64,
               temperature: float = 0.6, seed: int | None = 0, hint: bool = False,
-              progress: Callable[[int], Any] | None = None) -> tuple[list[dict], dict, dict]:
+              progress: Callable[[int], Any] | None = None, finished: dict[str, dict] | None = None,
+              on_row: Callable[[str, dict], Any] | None = None) -> tuple[list[dict], dict, dict]:
     """``(rows, summary, extra)`` like the other suites' runners in ``spade eval``.
 
-    ``agent``: a Backend, a ``BACKEND:MODEL`` spec, or ``replay:reference``."""
+    ``agent``: a Backend, a ``BACKEND:MODEL`` spec, or ``replay:reference``. Matches are
+    played in chunks of :data:`CHUNK`; ``on_row(key, row)`` is called for each finished
+    match (``spade eval`` writes it down), and matches whose key is in ``finished`` (an
+    interrupted run's rows) are not played again: their rows are used as they are."""
     ids = list(env_ids) if env_ids else game_ids(limit)
     if not ids:
         raise SpadeError("no multi-player game in the active registry")
@@ -286,9 +313,19 @@ def run_games(agent: str | Any, *, env_ids: Sequence[str] | None = None, limit: 
 
             backend = load_backend(agent)
     runner = GameRunner(backend, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed, hint=hint)
-    results = runner.play(match_specs(ids, opponents, episodes), progress=progress)
-    summary = summarize(results)
-    return [r.row() for r in results], summary, {"games": ids, "opponents": list(opponents), "episodes": episodes}
+    specs = match_specs(ids, opponents, episodes)
+    done = dict(finished or {})
+    if progress and done:
+        progress(sum(match_key(s) in done for s in specs))
+    todo = [s for s in specs if match_key(s) not in done]
+    for start in range(0, len(todo), CHUNK):
+        for result in runner.play(todo[start:start + CHUNK], progress=progress):
+            key = match_key(result.spec)
+            done[key] = result.row()
+            if on_row:
+                on_row(key, done[key])
+    rows = [done[match_key(s)] for s in specs]
+    return rows, summarize(rows), {"games": ids, "opponents": list(opponents), "episodes": episodes}
 
 
 def run_games_suite(agent_spec: str | Any, limit: int | None = None, **options: Any) -> dict[str, Any]:

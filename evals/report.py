@@ -31,11 +31,13 @@ def _version(dist: str) -> str | None:
 
 
 def build_results(suite: str, agent: str, rows: Sequence[dict[str, Any]], summary: dict[str, Any],
-                  **extra: Any) -> dict[str, Any]:
-    """The results object; ``extra`` (options, registry_revision...) is kept at top level."""
+                  *, run: str | None = None, **extra: Any) -> dict[str, Any]:
+    """The results object; ``run`` names the run (default: the agent and the creation
+    time); ``extra`` (options, registry_revision...) is kept at top level."""
+    created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     out: dict[str, Any] = {
-        "suite": suite, "agent": agent, "summary": summary, "entries": list(rows),
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "suite": suite, "agent": agent, "run": run or f"{agent} {created}", "summary": summary,
+        "entries": list(rows), "created": created,
         "versions": {"spade-envs": _version("spade-envs"), "bfcl-eval": _version("bfcl-eval")},
     }
     if suite == "registry":
@@ -52,25 +54,92 @@ def _pct(block: dict[str, Any] | None) -> str:
     return f"{100 * block['rate']:.1f} [{100 * lo:.1f}, {100 * hi:.1f}] (n={block['n']})"
 
 
+#: What each suite's headline measures: ``(label, unit)``; other suites: success over entries.
+HEADLINES = {
+    "registry": ("success", "episodes"),
+    "games": ("win rate vs the random and scripted baselines", "matches"),
+    "bfcl-v4-multi-turn": ("success", "entries"),
+    "acebench": ("success", "entries"),
+    "acebench-agent": ("success", "entries"),
+}
+
+
+def counted_entries(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The entries the headline rate counts. Every entry, except in the games suite:
+    there the headline is the win rate against the fixed baselines, so self-play matches
+    and matches that ended in a game error are reported apart (:func:`set_apart`)."""
+    entries = list(results["entries"])
+    if results["suite"] == "games":
+        return [e for e in entries if e.get("opponent") != "self" and e.get("outcome") != "error"]
+    return entries
+
+
+def set_apart(results: dict[str, Any]) -> dict[str, int]:
+    """``{reason: count}`` of the entries the headline does not count (games only)."""
+    if results["suite"] != "games":
+        return {}
+    entries = results["entries"]
+    out = {"self-play matches": sum(e.get("opponent") == "self" for e in entries),
+           "game errors": sum(e.get("opponent") != "self" and e.get("outcome") == "error" for e in entries)}
+    return {k: v for k, v in out.items() if v}
+
+
 def headline(results: dict[str, Any]) -> dict[str, Any]:
-    """The main success block of a result (registry: ``success``; BFCL/ACEBench: ``overall``)."""
-    s = results["summary"]
-    return s.get("success") or s.get("overall") or rate_summary(e.get("passed") for e in results["entries"])
+    """The headline of a result: ``rate``, ``ci95``, ``n``, ``k`` (a ``rate_summary``
+    over :func:`counted_entries`, so ``n - k`` is the number of failing entries listed)
+    plus ``label``, ``unit`` and ``set_apart`` (what is not counted, and why)."""
+    label, unit = HEADLINES.get(results["suite"], ("success", "entries"))
+    block = rate_summary(bool(e.get("passed")) for e in counted_entries(results))
+    return {**block, "label": label, "unit": unit, "set_apart": set_apart(results)}
+
+
+def headline_text(results: dict[str, Any]) -> str:
+    """One line: ``<label> 50.0% [31.4, 68.6] over 24 matches (12 self-play matches reported apart)``."""
+    h = headline(results)
+    lo, hi = h["ci95"]
+    apart = ", ".join(f"{v} {k}" for k, v in h["set_apart"].items())
+    return (f"{h['label']} {100 * h['rate']:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}] over {h['n']} {h['unit']}"
+            + (f" ({apart} reported apart)" if apart else ""))
+
+
+def run_name(results: dict[str, Any]) -> str:
+    """The run's name (``spade eval --name``; older results: agent and creation time)."""
+    return str(results.get("run") or f"{results['agent']} {results.get('created', '')}".strip())
+
+
+def by_suite(results_list: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Results grouped by suite (runs of different suites are never ranked together),
+    in first-seen suite order."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in results_list:
+        out.setdefault(str(r["suite"]), []).append(r)
+    return out
+
+
+def _ranked(results_list: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(results_list, key=lambda r: (-headline(r)["rate"], str(r.get("created", "")), run_name(r)))
 
 
 def markdown_table(results_list: Sequence[dict[str, Any]]) -> str:
-    """A leaderboard with one row per result, best first."""
-    rows = sorted(results_list, key=lambda r: -headline(r)["rate"])
-    lines = ["| rank | agent | suite | success % [95% CI] | state % | response % | process |",
-             "|---:|---|---|---|---|---|---|"]
-    for i, r in enumerate(rows, 1):
-        s = r["summary"]
-        state = s.get("state_ok", {}).get("rate") if isinstance(s.get("state_ok"), dict) else None
-        resp = s.get("response_ok", {}).get("rate") if isinstance(s.get("response_ok"), dict) else None
-        proc = s.get("process_acc")
-        fmt = lambda v: "-" if v is None else f"{100 * v:.1f}"  # noqa: E731
-        lines.append(f"| {i} | {r['agent']} | {r['suite']} | {_pct(headline(r))} | {fmt(state)} | {fmt(resp)} | "
-                     f"{'-' if proc is None else f'{proc:.3f}'} |")
+    """The leaderboard: one table per suite, one row per run (best first), each run named
+    (its name and creation time keep two runs of one agent apart)."""
+    lines: list[str] = []
+    for suite, group in by_suite(results_list).items():
+        label, unit = HEADLINES.get(suite, ("success", "entries"))
+        if lines:
+            lines.append("")
+        lines += [f"## {suite}", "",
+                  f"| rank | run | agent | {label} % [95% CI] | {unit} | state % | response % | process | created |",
+                  "|---:|---|---|---|---:|---|---|---|---|"]
+        for i, r in enumerate(_ranked(group), 1):
+            s = r["summary"]
+            state = s.get("state_ok", {}).get("rate") if isinstance(s.get("state_ok"), dict) else None
+            resp = s.get("response_ok", {}).get("rate") if isinstance(s.get("response_ok"), dict) else None
+            proc = s.get("process_acc")
+            fmt = lambda v: "-" if v is None else f"{100 * v:.1f}"  # noqa: E731
+            h = headline(r)
+            lines.append(f"| {i} | {run_name(r)} | {r['agent']} | {_pct(h)} | {h['n']} | {fmt(state)} | {fmt(resp)} | "
+                         f"{'-' if proc is None else f'{proc:.3f}'} | {r.get('created', '')} |")
     breakdown = _breakdown_lines(results_list[0]) if len(results_list) == 1 else []
     return "\n".join(lines + breakdown) + "\n"
 
@@ -84,6 +153,10 @@ def _groups(results: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
         out["generation"] = {k: v["success"] for k, v in s["per_generation"].items()}
     if "per_category" in s:
         out["category"] = dict(s["per_category"])
+    if results["suite"] == "games":  # per game, over the headline's own matches: the n add up
+        counted = counted_entries(results)
+        games = dict.fromkeys(str(e["id"]) for e in counted)
+        out["game"] = {g: rate_summary(bool(e.get("passed")) for e in counted if str(e["id"]) == g) for g in games}
     return out
 
 
@@ -211,18 +284,25 @@ def summary_html(results: dict[str, Any]) -> str:
 
 
 def leaderboard_rows(results_list: Sequence[dict[str, Any]]) -> list[list[str]]:
-    rows = sorted(results_list, key=lambda r: -headline(r)["rate"])
+    """Rows of ONE suite's leaderboard (best first); see :data:`LEADERBOARD_HEADER`."""
     out = []
-    for i, r in enumerate(rows, 1):
+    for i, r in enumerate(_ranked(results_list), 1):
         s = r["summary"]
         pick = lambda k: _fmt_rate(s.get(k)) if isinstance(s.get(k), dict) else "n/a"  # noqa: E731
         proc = s.get("process_acc")
-        out.append([str(i), r["agent"], r["suite"], _pct(headline(r)), pick("state_ok"), pick("response_ok"),
+        out.append([str(i), run_name(r), r["agent"], _pct(headline(r)), pick("state_ok"), pick("response_ok"),
                     "n/a" if proc is None else f"{proc:.3f}", str(r.get("created", ""))])
     return out
 
 
-LEADERBOARD_HEADER = ["rank", "agent", "suite", "success % [95% CI]", "state", "response", "process", "created"]
+LEADERBOARD_HEADER = ["rank", "run", "agent", "headline % [95% CI]", "state", "response", "process", "created"]
+
+
+def _boards_html(results_list: Sequence[dict[str, Any]]) -> str:
+    esc = html.escape
+    return "\n".join(f"<h3>{esc(suite)}: {esc(HEADLINES.get(suite, ('success', ''))[0])}</h3>"
+                     + _table(LEADERBOARD_HEADER, leaderboard_rows(group))
+                     for suite, group in by_suite(results_list).items())
 
 
 def html_report(results: dict[str, Any], others: Sequence[dict[str, Any]] = ()) -> str:
@@ -231,21 +311,25 @@ def html_report(results: dict[str, Any], others: Sequence[dict[str, Any]] = ()) 
     esc = html.escape
     imgs = "\n".join(f'<figure><img alt="{esc(t)}" src="data:image/png;base64,{b}"/><figcaption>{esc(t)}</figcaption></figure>'
                      for t, b in plots(results).items())
-    failing = [e for e in results["entries"] if not e.get("passed")]
+    counted = counted_entries(results)
+    failing = [e for e in counted if not e.get("passed")]
     shown = failing[:300]
+    h = headline(results)
+    apart = "".join(f" &middot; {v} {esc(k)} reported apart" for k, v in h["set_apart"].items())
     fail_rows = "\n".join(
         f"<tr><td>{esc(str(e['id']))}{esc(' seed ' + str(e['seed']) if 'seed' in e else '')}</td>"
         f"<td>{esc(_why(e)[:400])}{_transcript_html(e)}</td></tr>" for e in shown)
-    meta = {k: results.get(k) for k in ("created", "versions", "registry_revision", "options") if results.get(k) is not None}
-    board = _table(LEADERBOARD_HEADER, leaderboard_rows([results, *others]))
+    meta = {k: results.get(k) for k in ("run", "created", "versions", "registry_revision", "options")
+            if results.get(k) is not None}
+    board = _boards_html([results, *others])
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>spade eval: {esc(results['suite'])} / {esc(results['agent'])}</title>
 <style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto}}table{{border-collapse:collapse;margin:6px 0}}
 td,th{{border:1px solid #ccc;padding:3px 8px;vertical-align:top}}figure{{display:inline-block;margin:8px}}
 pre{{background:#f6f6f6;padding:6px;white-space:pre-wrap;margin:2px 0}}.msg{{margin:4px 0}}</style>
 </head><body>
-<h1>{esc(results['suite'])} &middot; {esc(results['agent'])}</h1>
-<p>success: <b>{esc(_pct(headline(results)))}</b> &middot; {len(failing)} failing of {len(results['entries'])}
+<h1>{esc(results['suite'])} &middot; {esc(results['agent'])} &middot; run {esc(run_name(results))}</h1>
+<p>{esc(h['label'])}: <b>{esc(_pct(h))}</b> &middot; {len(failing)} failing of {h['n']} {esc(h['unit'])}{apart}
 &middot; full data: results.json, transcripts.jsonl</p>
 <h2>Leaderboard</h2>
 {board}
@@ -253,7 +337,7 @@ pre{{background:#f6f6f6;padding:6px;white-space:pre-wrap;margin:2px 0}}.msg{{mar
 {summary_html(results)}
 <h2>Plots</h2>
 {imgs}
-<h2>Failing entries ({len(shown)} of {len(failing)} shown)</h2><table><tr><th>id</th><th>why (click for the transcript)</th></tr>{fail_rows}</table>
+<h2>Failing {esc(h['unit'])} ({len(shown)} of {len(failing)} shown)</h2><table><tr><th>id</th><th>why (click for the transcript)</th></tr>{fail_rows}</table>
 <h2>Reproducibility</h2><pre>{esc(json.dumps(meta, indent=1))}</pre>
 </body></html>
 """
@@ -264,7 +348,7 @@ def leaderboard_page(results_list: Sequence[dict[str, Any]]) -> str:
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>spade leaderboard</title><style>"
             "body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse}"
             "td,th{border:1px solid #ccc;padding:3px 8px}</style></head><body><h1>Leaderboard</h1>"
-            f"{_table(LEADERBOARD_HEADER, leaderboard_rows(results_list))}</body></html>\n")
+            f"{_boards_html(results_list)}</body></html>\n")
 
 
 def write_report(results: dict[str, Any], out_dir: str | Path) -> dict[str, str]:

@@ -62,7 +62,8 @@ def test_leaderboard_over_several_runs(tmp_path, capsys):
     capsys.readouterr()
     assert main(["leaderboard", str(tmp_path / "bad"), str(good / "results.json"), "--out", str(tmp_path / "lb")]) == 0
     md = capsys.readouterr().out.splitlines()
-    assert md[2].startswith("| 1 | replay:reference") and md[3].startswith("| 2 | replay:garbage")
+    assert md[0] == "## registry" and md[4].startswith("| 1 | good | replay:reference")
+    assert "| replay:garbage |" in md[5] and md[5].startswith("| 2 |")
     assert "replay:garbage" in (tmp_path / "lb" / "leaderboard.html").read_text()
     assert main(["leaderboard", str(tmp_path / "nope")]) == 1
     assert "not a spade eval results file" in capsys.readouterr().err

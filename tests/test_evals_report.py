@@ -32,13 +32,15 @@ def test_results_shape(registry_results):
 
 def test_markdown_leaderboard(registry_results):
     other = json.loads(json.dumps(registry_results))
-    other["agent"] = "worse"
-    other["summary"]["success"] = {"n": 2, "k": 0, "rate": 0.0, "ci95": [0.0, 0.6576]}
+    other["agent"], other["run"] = "worse", "worse-run"
+    for e in other["entries"]:
+        e["passed"] = False
     md = markdown_table([other, registry_results])
     lines = md.splitlines()
-    assert lines[0].startswith("| rank | agent | suite | success % [95% CI]")
-    assert lines[2].startswith("| 1 | replay:reference | registry | 100.0 [")
-    assert lines[3].startswith("| 2 | worse |")
+    assert lines[0] == "## registry"
+    assert lines[2].startswith("| rank | run | agent | success % [95% CI] | episodes |")
+    assert lines[4].startswith(f"| 1 | {registry_results['run']} | replay:reference | 100.0 [")
+    assert lines[5].startswith("| 2 | worse-run | worse | 0.0 [")
     single = markdown_table([registry_results])
     assert "| skill |" in single and "| tool use | 100.0" in single and "| generation |" in single
 
@@ -50,7 +52,7 @@ def test_html_report_embeds_plots(registry_results, tmp_path):
         assert title in page
     paths = write_report(registry_results, tmp_path / "rep")
     assert json.loads(open(paths["json"]).read())["suite"] == "registry"
-    assert open(paths["markdown"]).read().startswith("| rank |")
+    assert open(paths["markdown"]).read().startswith("## registry\n")
     assert open(paths["html"]).read().startswith("<!doctype html>")
 
 

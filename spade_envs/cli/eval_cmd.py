@@ -2,9 +2,15 @@
 
 Runs a suite, shows a progress bar on stderr, writes ``results.json``, ``leaderboard.md``
 and ``report.html`` under ``--out`` (default ``./spade-eval/<suite>__<agent>``) and prints
-a summary, or with ``--json`` exactly one JSON object: ``{"suite", "agent", "summary",
+the suite's headline (:func:`spade_envs.evals.report.headline_text`), or with ``--json`` exactly one JSON object: ``{"suite", "agent", "summary",
 "entries": [{"id", "passed", ...}], ...}``. For ``bfcl-v4-multi-turn`` each verdict is
 also checked against BFCL's own checker (``summary.agreement``) unless ``--no-agreement``.
+
+Interruptions: the registry and games suites write each finished entry to
+``<out>/entries.partial.jsonl`` as it finishes (:mod:`spade_envs.evals.partial_results`);
+Ctrl-C prints where they are and exits with status 130 (no traceback); ``--resume``
+completes the run without replaying finished entries. Results carry the run's name
+(``--name``, default the ``--out`` folder's name).
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import typer
 SUITES = ("registry", "bfcl-v4-multi-turn", "acebench-agent", "acebench", "games")
 
 
-def _bar(total: int, desc: str, enabled: bool) -> Any:
+def _bar(total: int | None, desc: str, enabled: bool) -> Any:
     from tqdm.auto import tqdm
 
     return tqdm(total=total, desc=desc, disable=not enabled, leave=False, dynamic_ncols=True)
@@ -31,9 +37,14 @@ def _registry_agent(spec: str, **options: Any) -> Any:
     return load_agent(spec, **options)
 
 
+#: Registry episodes per ``play`` call for model agents (batched within a chunk; each
+#: chunk's rows are written down as soon as it is scored). Replay agents play one by one.
+CHUNK = 16
+
+
 def _run_registry(agent: str, split: str | None, limit: int | None, seeds: int, generation: int | None,
                   skill: str | None, tags: list[str], show: bool, max_new_tokens: int, max_turns: int,
-                  include_unverified: bool = False) -> tuple[list, dict, dict]:
+                  include_unverified: bool = False, partial: Any = None) -> tuple[list, dict, dict]:
     from spade_envs.evals import registry_suite as rs
 
     records = rs.select_records(rs.active_records(include_unverified=include_unverified), generation=generation,
@@ -45,13 +56,27 @@ def _run_registry(agent: str, split: str | None, limit: int | None, seeds: int, 
         raise SpadeError("no environment matches the selection (see `spade registry list`)")
     opts = {} if agent.startswith("replay:") else {"max_new_tokens": max_new_tokens}
     runner = _registry_agent(agent, **opts)  # a bad agent fails here, before the progress bar
-    bar = _bar(len(records) * seeds, "scoring", show)
+    tasks = rs.make_tasks(records, range(seeds), max_turns=max_turns)
+    key = lambda t: f"{t.env_id}#{t.seed}"  # noqa: E731
+    done = dict(partial.rows) if partial is not None else {}
+    todo = [t for t in tasks if key(t) not in done]
+    chunk = 1 if agent.startswith("replay:") else CHUNK
+    bar = _bar(len(tasks), "scoring", show)
+    bar.update(len(tasks) - len(todo))
     try:
-        tasks = rs.make_tasks(records, range(seeds), max_turns=max_turns)
-        rows, summary = rs.run_registry_suite(runner, records, tasks=tasks, progress=show, on_scored=bar.update)
+        for start in range(0, len(todo), chunk):
+            part = todo[start:start + chunk]
+            rows, _ = rs.run_registry_suite(runner, records, tasks=part, progress=False, on_scored=bar.update)
+            for task, row in zip(part, rows):
+                done[key(task)] = row
+                if partial is not None:
+                    partial.add(key(task), row)
     finally:
         bar.close()
-    return rows, summary, {"registry_revision": summary.get("registry_revision")}
+    rows = [done[key(t)] for t in tasks]
+    summary = rs.summarize(rows)
+    summary["registry_revision"] = rs.registry_revision(records)
+    return rows, summary, {"registry_revision": summary["registry_revision"]}
 
 
 def _run_bfcl(agent: str, categories: list[str] | None, limit: int | None, agreement: bool, show: bool,
@@ -120,6 +145,36 @@ def _run_acebench(suite: str, agent: str, categories: list[str] | None, limit: i
                            "runtime": "in-process (--trust-remote-code)" if trust else "sandbox"}
 
 
+RESUMABLE = ("registry", "games")
+
+
+def _open_partial(folder: Path, run: dict[str, Any], resume: bool, force: bool, *, enabled: bool) -> Any:
+    """The run's finished-entries file (:mod:`spade_envs.evals.partial_results`), or None
+    for a suite scored all at once."""
+    if not enabled:
+        return None
+    from spade_envs.evals.partial_results import PartialResults
+
+    partial = PartialResults(folder)
+    if resume and not force:
+        partial.resume(run)
+    else:
+        partial.start(run, force=force)
+    return partial
+
+
+def _interrupted(partial: Any, suite: str) -> typer.Exit:
+    """Ctrl-C: one message saying where the finished entries are, exit status 130."""
+    if partial is None:
+        typer.echo(f"spade: interrupted; the {suite} suite keeps no partial results (it scores all entries "
+                   "at the end): run it again", err=True)
+        return typer.Exit(130)
+    partial.close()
+    typer.echo(f"spade: interrupted: {len(partial.rows)} finished entries are in {partial.path}; "
+               "run the same command with --resume to complete the run", err=True)
+    return typer.Exit(130)
+
+
 def output_problem(folder: Path) -> str | None:
     """Why the report cannot be written under ``folder`` (None when it can): the folder
     must be a directory or creatable, under a writable existing ancestor."""
@@ -163,9 +218,14 @@ def register(app: typer.Typer) -> None:
         include_unverified: bool = typer.Option(False, "--include-unverified",
                                                 help="registry: also score entries without a reference solution"),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="progress bar on stderr"),
+        name: str | None = typer.Option(None, "--name", help="the run's name in results and leaderboards "
+                                                            "(default: the --out folder's name)"),
+        resume: bool = typer.Option(False, "--resume", help="complete the interrupted run in --out "
+                                                            "(registry and games suites)"),
+        force: bool = typer.Option(False, "--force", help="start over even if --out holds an interrupted run"),
     ) -> None:
         """Evaluate an agent on a registry, BFCL-v4 multi-turn or ACEBench agent suite."""
-        from spade_envs.evals.report import build_results, headline, write_report
+        from spade_envs.evals.report import build_results, headline_text, write_report
 
         from .main import fail
 
@@ -178,22 +238,46 @@ def register(app: typer.Typer) -> None:
         if problem:
             raise fail(problem, 2)
         cats = [c for item in category for c in item.split(",") if c] or None
-        if suite == "registry":
-            rows, summary, extra = _run_registry(agent, split, limit, seeds, generation, skill, tag, progress,
-                                                 max_new_tokens, max_turns, include_unverified)
-        elif suite == "games":
-            from spade_envs.evals.games import run_games
-
-            rows, summary, extra = run_games(agent, limit=limit, episodes=max(2, seeds), max_new_tokens=max_new_tokens)
-        elif suite == "bfcl-v4-multi-turn":
-            rows, summary, extra = _run_bfcl(agent, cats, limit, agreement, progress, max_new_tokens)
-        else:
-            rows, summary, extra = _run_acebench(suite, agent, cats, limit, data, trust_remote_code, progress,
-                                                 max_new_tokens, agreement)
         options = {"category": cats, "limit": limit, "split": split, "seeds": seeds, "generation": generation,
                    "skill": skill, "tags": tag}
-        results = build_results(suite, agent, rows, summary, options=options, **extra)
+        if suite in RESUMABLE:
+            options.update(max_turns=max_turns, include_unverified=include_unverified, max_new_tokens=max_new_tokens)
+        elif resume:
+            raise fail(f"--resume: the {suite} suite scores its entries all at once; "
+                       f"runs of {', '.join(RESUMABLE)} can be resumed", 2)
+        partial = _open_partial(folder, {"suite": suite, "agent": agent, "options": options}, resume, force,
+                                enabled=suite in RESUMABLE)
+        resumed = len(partial.rows) if partial is not None else 0
+        try:
+            if suite == "registry":
+                rows, summary, extra = _run_registry(agent, split, limit, seeds, generation, skill, tag, progress,
+                                                     max_new_tokens, max_turns, include_unverified, partial)
+            elif suite == "games":
+                from spade_envs.evals.games import run_games
+
+                bar = _bar(None, "matches", progress)
+                try:
+                    rows, summary, extra = run_games(agent, limit=limit, episodes=max(2, seeds),
+                                                     max_new_tokens=max_new_tokens, finished=dict(partial.rows),
+                                                     on_row=partial.add, progress=bar.update)
+                finally:
+                    bar.close()
+            elif suite == "bfcl-v4-multi-turn":
+                rows, summary, extra = _run_bfcl(agent, cats, limit, agreement, progress, max_new_tokens)
+            else:
+                rows, summary, extra = _run_acebench(suite, agent, cats, limit, data, trust_remote_code, progress,
+                                                     max_new_tokens, agreement)
+        except KeyboardInterrupt:
+            raise _interrupted(partial, suite) from None
+        finally:
+            if partial is not None:
+                partial.close()
+        if resume and partial is not None:
+            extra["resumed_entries"] = resumed  # finished before the interruption, not played again
+        results = build_results(suite, agent, rows, summary, run=name or folder.name, options=options, **extra)
         paths = write_report(results, folder)
+        if partial is not None:
+            partial.finish()
         if suite.startswith("acebench"):
             from spade_envs.evals.acebench import write_acebench_layout
 
@@ -201,9 +285,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(json.dumps({**results, "report": paths}, default=str))
             return
-        h = headline(results)
-        typer.echo(f"{suite} / {agent}: success {100 * h['rate']:.1f}% "
-                   f"[{100 * h['ci95'][0]:.1f}, {100 * h['ci95'][1]:.1f}] over {h['n']}")
+        typer.echo(f"{suite} / {agent}: {headline_text(results)}")
         if "agreement" in summary:
             a = summary["agreement"]
             if "entries" in a:

@@ -1,8 +1,12 @@
-"""``spade leaderboard RUN...``: several eval runs on one leaderboard.
+"""``spade leaderboard RUN... [--out DIR] [--force]``: several eval runs, one leaderboard per suite.
 
 Each RUN is a ``spade eval --out`` folder (its ``results.json``) or a results JSON file.
-Prints the Markdown leaderboard (best first) and, with ``--out DIR``, writes
-``leaderboard.md`` and ``leaderboard.html`` there.
+Runs are grouped by suite (runs of different suites are never ranked together) and each
+row names its run (``spade eval --name``, default the ``--out`` folder's name) and its
+creation time, so two runs of one agent stay apart; the same results file given twice
+is counted once. Prints the Markdown leaderboard and, with ``--out DIR``, writes
+``leaderboard.md`` and ``leaderboard.html`` there; existing files are never replaced
+unless ``--force`` is given.
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ import json
 from pathlib import Path
 
 import typer
+
+OUTPUTS = ("leaderboard.md", "leaderboard.html")
 
 
 def _load(path: Path) -> dict:
@@ -21,8 +27,10 @@ def _load(path: Path) -> dict:
         data = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise SpadeError(f"{file}: not a spade eval results file ({exc.__class__.__name__})") from None
-    if not isinstance(data, dict) or not {"suite", "agent", "summary", "entries"} <= set(data):
+    if not isinstance(data, dict) or not {"suite", "agent", "summary", "entries"} <= set(data) \
+            or not isinstance(data["entries"], list):
         raise SpadeError(f"{file}: not a spade eval results file (needs suite, agent, summary, entries)")
+    data.setdefault("run", path.name if path.is_dir() else file.parent.name)
     return data
 
 
@@ -31,15 +39,27 @@ def register(app: typer.Typer) -> None:
     def leaderboard_cmd(
         runs: list[Path] = typer.Argument(..., help="eval --out folders or results.json files"),
         out: Path | None = typer.Option(None, "--out", help="write leaderboard.md and leaderboard.html here"),
+        force: bool = typer.Option(False, "--force", help="replace leaderboard files already in --out"),
     ) -> None:
-        """Put several `spade eval` runs on one leaderboard."""
+        """Put several `spade eval` runs on one leaderboard per suite."""
         from spade_envs.evals.report import leaderboard_page, markdown_table
 
         from .main import fail
 
         if out is not None and out.exists() and not out.is_dir():
             raise fail(f"--out {out} is a file, not a folder", 2)
-        results = [_load(p) for p in runs]
+        if out is not None and not force:
+            present = [name for name in OUTPUTS if (out / name).exists()]
+            if present:
+                raise fail(f"--out {out} already holds {', '.join(present)}; pass --force to replace "
+                           "it, or choose another folder", 2)
+        seen: set[Path] = set()
+        results = []
+        for p in runs:
+            key = (p / "results.json" if p.is_dir() else p).resolve()
+            if key not in seen:
+                seen.add(key)
+                results.append(_load(p))
         md = markdown_table(results)
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
