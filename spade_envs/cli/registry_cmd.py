@@ -276,4 +276,7 @@ def register(app: typer.Typer) -> None:
     from .registry_import import register_import
 
     register_import(registry_app)
+    from .registry_pool import register_pool_commands  # import-pool, export-pool
+
+    register_pool_commands(registry_app)
     app.add_typer(registry_app, name="registry")

@@ -1,0 +1,135 @@
+"""Judging many programs at once: a process pool of acceptance jobs (pool imports, bench).
+
+:class:`ParallelJudge` runs ``jobs`` judging processes (``spawn``: fresh interpreters,
+nothing inherited from the caller), each holding one :class:`~.acceptance.AcceptancePipeline`
+on its own sandbox, so every core judges a program while the caller only collects
+verdicts. A job (:func:`judge_source`) is the acceptance pipeline through its public
+entry point, without a novelty memory (the caller judges novelty in file order, which a
+parallel run cannot), plus, for an accepted program, its tool specs read in the same
+sandbox (:func:`spade_envs.registry.toolspecs.collect_tool_specs`: the store keeps the
+specs measured here, never claimed). Results are plain JSON-able dicts::
+
+    {"accepted", "rejected_at", "stages": [{"name", "ok", "detail", "seconds"}], "verified",
+     "solution_form", "seconds", "tool_specs"?, "tool_specs_vary_by_seed"?}
+
+:meth:`ParallelJudge.results` takes ``(key, file name, source)`` items lazily (at most
+:data:`IN_FLIGHT_PER_JOB` per process in flight, so a large pool is never held in memory)
+and yields ``(key, result)`` as verdicts arrive, in completion order. Judging processes
+ignore SIGINT: a Ctrl-C reaches the caller alone, and leaving the ``with`` block on an
+exception kills the processes (their sandbox workers die with them), so an interrupted
+import stops at once and loses only the verdicts in flight.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from collections.abc import Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from spade_envs.errors import SpadeError
+
+from .acceptance import AcceptanceConfig, AcceptancePipeline
+
+IN_FLIGHT_PER_JOB = 4
+
+_PIPELINE: AcceptancePipeline | None = None
+
+
+def judge_source(pipeline: AcceptancePipeline, source: str, filename: str) -> dict[str, Any]:
+    """One program's verdict (see the module docstring); never raises for the program."""
+    report = pipeline.run(source, filename)
+    out: dict[str, Any] = {
+        "accepted": bool(report.accepted), "rejected_at": report.rejected_at,
+        "stages": [s.to_json() for s in report.stages], "verified": bool(getattr(report, "verified", True)),
+        "solution_form": int(getattr(report, "solution_form", 0) or 0), "seconds": round(report.seconds, 4),
+    }
+    if report.accepted:
+        from spade_envs.registry.toolspecs import collect_tool_specs
+
+        specs, vary = collect_tool_specs(source, pipeline.runtime, filename=filename)
+        out["tool_specs"] = specs
+        if vary:
+            out["tool_specs_vary_by_seed"] = True
+    return out
+
+
+def _init(step_deadline_s: float) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    global _PIPELINE
+    _PIPELINE = AcceptancePipeline(AcceptanceConfig(step_deadline_s=step_deadline_s))
+
+
+def _job(filename: str, source: str) -> dict[str, Any]:
+    assert _PIPELINE is not None
+    return judge_source(_PIPELINE, source, filename)
+
+
+def default_jobs() -> int:
+    """One judging process per core this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class ParallelJudge:
+    """``jobs`` judging processes; use as a context manager (see the module docstring)."""
+
+    def __init__(self, jobs: int | None = None, *, step_deadline_s: float = 2.0) -> None:
+        self.jobs = max(1, int(jobs or default_jobs()))
+        self._step_deadline_s = float(step_deadline_s)
+        self._executor: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> "ParallelJudge":
+        self._executor = ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=_init, initargs=(self._step_deadline_s,))
+        return self
+
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        executor, self._executor = self._executor, None
+        if executor is None:
+            return
+        if exc_type is not None:  # interrupted: stop now, not after the jobs in flight
+            for proc in list((getattr(executor, "_processes", None) or {}).values()):
+                try:
+                    proc.kill()
+                except (OSError, ValueError):
+                    pass
+            executor.shutdown(wait=False, cancel_futures=True)
+        else:
+            executor.shutdown(wait=True)
+
+    def results(self, items: Iterable[tuple[Any, str, str]]) -> Iterator[tuple[Any, dict[str, Any]]]:
+        """``(key, result)`` for every ``(key, file name, source)`` item, as they finish."""
+        if self._executor is None:
+            raise RuntimeError("use ParallelJudge as a context manager")
+        pending: dict[Future, Any] = {}
+        source_iter = iter(items)
+        exhausted = False
+        while True:
+            while not exhausted and len(pending) < self.jobs * IN_FLIGHT_PER_JOB:
+                item = next(source_iter, None)
+                if item is None:
+                    exhausted = True
+                    break
+                key, name, source = item
+                pending[self._executor.submit(_job, name, source)] = key
+            if not pending:
+                return
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                key = pending.pop(fut)
+                try:
+                    result = fut.result()
+                except BrokenProcessPool:
+                    raise SpadeError("a judging process died (out of memory?); run the same command again: "
+                                     "what was judged so far is kept") from None
+                except Exception as exc:  # a bug in a job: that file's verdict, not the caller's crash
+                    result = {"accepted": False, "rejected_at": "internal", "verified": False, "solution_form": 0,
+                              "stages": [{"name": "internal", "ok": False, "detail": f"{type(exc).__name__}: {exc}",
+                                          "seconds": 0.0}]}
+                yield key, result

@@ -1,0 +1,227 @@
+"""``spade registry import-pool``: a whole SPADE pool in, judged in parallel, resumable.
+
+Order of work (DESIGN.md section 7):
+
+1. resolve the pool (a folder, or a Hub dataset at a revision) and verify
+   ``checksums.sha256`` (:func:`spade_envs.registry.pool_layout.read_pool`): a pool that
+   does not verify raises before anything is judged or stored;
+2. per game file, in file-name order: a content already decided for this pool (the
+   journal, :mod:`spade_envs.registry.pool_journal`) keeps its outcome; a source already
+   stored (or a seed, or an earlier file of this pool) is an exact ``duplicate``; every
+   other file is judged by :class:`spade_envs.designer.pool_judge.ParallelJudge` (all
+   cores) and its verdict journaled as it arrives;
+3. accepted files are decided in file-name order as soon as every file before them has its
+   verdict: a near-duplicate (:class:`~spade_envs.designer.novelty.NoveltyIndex` over the
+   seeds, the store and the files of this pool registered before it) is a ``duplicate``;
+   the rest go through the store's write path for accepted programs
+   (:meth:`~spade_envs.registry.store.Registry.add_many`, with acceptance verdicts and the
+   tool specs measured in the sandbox) as ONE generation (chosen by the first run of this
+   pool, kept by its resumptions), with provenance in ``metadata["pool"]``: pool, revision,
+   file, sha256 of the file, rollout, index, and the file's ``manifest.jsonl`` and
+   ``validation_manifest.jsonl`` rows verbatim; the skill is the file name's.
+
+Ctrl-C (``KeyboardInterrupt``) stops the judging processes at once; what was judged is in
+the journal and what could be decided is registered, so running the same command again
+judges only the rest. :func:`import_pool` returns the ``--json`` object.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from ..program import source_sha256
+from ..registry.pool_layout import PoolError, PoolGame, fetch_pool, read_game, read_pool, source_of
+
+REGISTER_BATCH = 32
+
+
+def _provenance(pool_name: str, revision: str | None, game: PoolGame) -> dict[str, Any]:
+    return {"name": pool_name, "revision": revision, "file": game.name, "sha256": game.sha256,
+            "rollout": game.rollout, "index": game.index, "manifest": game.manifest, "validation": game.validation}
+
+
+class _Registrar:
+    """Decides accepted files in file order and stores them in batches (step 3)."""
+
+    def __init__(self, reg: Any, journal: Any, pool_key: str, generation: int, index: Any) -> None:
+        self.reg, self.journal, self.key, self.generation, self.index = reg, journal, pool_key, generation, index
+        self.queue: list[tuple[PoolGame, str, dict[str, Any], dict[str, Any]]] = []
+
+    def offer(self, game: PoolGame, source: str, result: dict[str, Any], provenance: dict[str, Any]) -> None:
+        self.queue.append((game, source, result, provenance))
+        if len(self.queue) >= REGISTER_BATCH:
+            self.flush()
+
+    def flush(self) -> list[tuple[str, str, str | None, str | None]]:
+        from .registry_cmd import verdict_metadata
+
+        items, pending, settled = [], [], []
+        for game, source, result, prov in self.queue:
+            ok, detail = self.index.check(source)
+            if not ok:
+                settled.append((game.sha256, "duplicate", None, detail))
+                continue
+            stages = [dict(s, detail=detail) if s.get("name") == "novelty" else s for s in result.get("stages", [])]
+            meta = {**verdict_metadata(result), "pool": prov}
+            if result.get("tool_specs_vary_by_seed"):
+                meta["tool_specs_vary_by_seed"] = True
+            items.append({"source": source, "filename": game.name, "generation": self.generation, "skill": game.skill,
+                          "tool_specs": result.get("tool_specs") or [], "metadata": meta, "acceptance": stages})
+            pending.append(game)
+            self.index.add(f"{game.name} (this pool)", source)
+        self.queue = []
+        if items:
+            for game, res in zip(pending, self.reg.add_many(items)):
+                env = res.as_json()
+                full = f"{env['id']}-v{env['version']}"
+                if env.get("new", True):
+                    settled.append((game.sha256, "registered", full, None))
+                else:
+                    settled.append((game.sha256, "duplicate", full, f"the same source is already stored as {full}"))
+        if settled:
+            self.journal.settle(self.key, settled)
+        return settled
+
+
+def import_pool(spec: str, *, jobs: int | None = None, generation: int | None = None,
+                on_result: Callable[[str, dict[str, Any]], None] | None = None, progress: bool = True) -> dict[str, Any]:
+    """Import the pool ``spec`` (folder or ``OWNER/NAME[@REVISION]``) into the default
+    store; returns the ``--json`` object (``interrupted`` True after a Ctrl-C: what was
+    judged is journaled and what could be decided registered). ``on_result(file name,
+    result)`` is called after each verdict (progress hooks, tests)."""
+    from ..designer.memory import DesignerMemory
+    from ..designer.pool_judge import ParallelJudge
+    from ..registry.pool_journal import PoolJournal
+    from ..registry.store import spade_home
+    from .registry_cmd import _open
+    from .registry_import import _known_shas
+
+    t0 = time.perf_counter()
+    root, pool_name, revision = fetch_pool(spec)
+    pool = read_pool(root)  # verifies checksums.sha256 before anything else is read
+    pool_key = (f"hub:{pool_name}@{revision}" if revision else f"dir:{root}@{pool.checksums_sha256 or 'unversioned'}")
+    out: dict[str, Any] = {"pool": pool_name, "revision": revision, "checksums": pool.checksums,
+                           "files": len(pool.games), "judged": 0, "interrupted": False}
+    with _open() as reg, PoolJournal(spade_home()) as journal:
+        gen = journal.generation(pool_key, pool_name, revision,
+                                 generation if generation is not None else reg.next_generation())
+        out["generation"] = gen
+        rows = journal.rows(pool_key)
+        known = _known_shas(reg)
+        registrar = _Registrar(reg, journal, pool_key, gen, DesignerMemory(reg).novelty_index())
+        seen: set[str] = set()
+        plan: list[tuple[PoolGame, str | None]] = []  # (game, source to judge/decide); None: decided now
+        outcome: dict[str, tuple[str, str]] = {}  # file name -> (verdict, detail) decided without judging
+        for game in pool.games:
+            if game.sha256 in seen:
+                outcome[game.name] = ("duplicate", "the same file is earlier in this pool")
+                continue
+            row = rows.get(game.sha256)
+            if row is not None and row["outcome"] in ("registered", "duplicate"):
+                seen.add(game.sha256)  # decided by an earlier run
+                continue
+            try:
+                source = source_of(read_game(game))
+            except PoolError as exc:
+                outcome[game.name] = ("rejected", f"read: {exc}")
+                continue
+            sha = source_sha256(source)
+            if sha in seen or (sha in known and row is None):
+                outcome[game.name] = ("duplicate", "the same source is already stored or earlier in this pool")
+                continue
+            seen.update((sha, game.sha256))
+            plan.append((game, source))
+        to_judge = [(g, s) for g, s in plan if g.sha256 not in rows]
+        by_sha = {g.sha256: g for g, _ in to_judge}
+        results = {g.sha256: rows[g.sha256]["result"] for g, _ in plan if g.sha256 in rows}
+        out["judged_earlier"] = len(rows)
+        cursor = 0
+
+        def advance() -> None:
+            nonlocal cursor
+            while cursor < len(plan) and plan[cursor][0].sha256 in results:
+                game, source = plan[cursor]
+                result = results[game.sha256]
+                if result.get("accepted"):
+                    registrar.offer(game, source, result, _provenance(pool_name, revision, game))
+                cursor += 1
+
+        try:
+            advance()
+            with _progress(len(to_judge), progress) as bar, ParallelJudge(jobs) as judge:
+                out["jobs"] = judge.jobs
+                items = ((g.sha256, g.name, s) for g, s in to_judge)
+                for sha, result in judge.results(items):
+                    journal.record(pool_key, sha, by_sha[sha].name, result)
+                    results[sha] = result
+                    out["judged"] += 1
+                    bar(1)
+                    advance()
+                    if on_result is not None:
+                        on_result(by_sha[sha].name, result)
+        except KeyboardInterrupt:
+            out["interrupted"] = True
+        registrar.flush()
+        out.update(_summary(pool.games, journal.rows(pool_key), outcome))
+    out["seconds"] = round(time.perf_counter() - t0, 3)
+    return out
+
+
+def _summary(games: list[PoolGame], rows: dict[str, dict[str, Any]], outcome: dict[str, tuple[str, str]]) -> dict[str, Any]:
+    """Counts over the whole pool after this run (the journal, and what was decided
+    without judging: exact duplicates and unreadable files)."""
+    verdicts: list[str] = []
+    by_stage: Counter[str] = Counter()
+    ids: list[str] = []
+    accepted = unverified = 0
+    for game in games:
+        row = rows.get(game.sha256)
+        if game.name in outcome:
+            verdict = outcome[game.name][0]
+            by_stage.update(["read"] if verdict == "rejected" else [])
+        elif row is None:
+            verdict = "pending"
+        elif not row["accepted"]:
+            verdict = "rejected"
+            by_stage[row["rejected_at"] or "?"] += 1
+        else:
+            accepted += 1
+            unverified += row["result"].get("verified") is False
+            verdict = row["outcome"] or "pending"
+            if verdict == "registered" and row["env_id"]:
+                ids.append(row["env_id"])
+        verdicts.append(verdict)
+    counts = Counter(verdicts)
+    return {"accepted": accepted, "unverified": unverified, "registered": counts["registered"],
+            "duplicates": counts["duplicate"], "rejected": counts["rejected"], "pending": counts["pending"],
+            "rejected_by_stage": dict(sorted(by_stage.items())), "ids": ids}
+
+
+class _progress:
+    """A rich progress bar on stderr with a known total (silent when not a terminal)."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.total, self.enabled, self._bar, self._task = total, enabled, None, None
+
+    def __enter__(self) -> Callable[[int], None]:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        console = Console(stderr=True)
+        if self.enabled and self.total and console.is_terminal:
+            self._bar = Progress(TextColumn("judging"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                                 console=console, transient=True)
+            self._bar.start()
+            self._task = self._bar.add_task("judging", total=self.total)
+        return self.advance
+
+    def advance(self, n: int) -> None:
+        if self._bar is not None:
+            self._bar.advance(self._task, n)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._bar is not None:
+            self._bar.stop()
