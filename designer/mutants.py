@@ -7,7 +7,10 @@ apply). Most operators work on the AST: they rename a method of the environment 
 they apply to any program of the format. A few work on the text (syntax errors).
 
 Every mutant is broken by construction (wrong types, leaked answers, broken solutions,
-ignored seeds, guessable checks...); ``expect`` names the stage that should reject it.
+ignored seeds, guessable checks...); ``expect`` names the stage that should reject it, or
+``unverified`` for a defect that acceptance reports by accepting the program unverified (a
+solution that no longer replays a win: SPADE never replays solution()); :func:`outcome`
+names what a report did with a mutant in the same terms.
 Operators in :data:`SLOW_OPERATORS` (hangs) need a runtime that enforces deadlines and
 are left out unless asked for.
 """
@@ -18,6 +21,7 @@ import ast
 import textwrap
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from spade_envs.program import inspect_program
 
@@ -111,11 +115,6 @@ def _no_env_class(src: str) -> str | None:
     return ast.unparse(tree) + "\n"
 
 
-def _two_env_classes(src: str) -> str | None:
-    info = inspect_program(src)
-    return src + f"\n\nclass Shadow{info.class_name}({info.class_name}):\n    pass\n"
-
-
 def _step(body: str) -> Callable[[str], str | None]:
     return lambda src: _wrap(src, "step", "def step(self, action):\n    r = ORIG(action)\n" + textwrap.indent(body, "    "))
 
@@ -149,10 +148,6 @@ def _invalid_tool_spec(src: str) -> str | None:
     return _replace_method(src, "get_tools", code, must_exist=False)
 
 
-def _hint_not_str(src: str) -> str | None:
-    return _replace_method(src, "hint", "def hint(self):\n    return 5\n", must_exist=True)
-
-
 def _unseeded_ast(src: str) -> str | None:
     """``random.Random(seed)`` -> ``random.Random()`` (and ``random.seed(x)`` -> ``random.seed()``)."""
     tree = ast.parse(src)
@@ -172,7 +167,7 @@ _WIN = "return ('Correct!', 1.0, True, False, {})"
 OPERATORS: dict[str, tuple[Callable[[str], str | None], str | tuple[str, ...]]] = {
     "syntax_error": (_syntax_error, "size_syntax"),
     "no_env_class": (_no_env_class, "interface"),
-    "two_env_classes": (_two_env_classes, "interface"),
+    # two public *Env classes are no defect either: the first is played, as SPADE's loader does
     # no solution() is no defect (SPADE requires only reset and step): accepted unverified
     "step_tuple_length": (_step("return tuple(r)[:4]\n"), "interface"),
     "reward_not_number": (_step("return (r[0], str(r[1])) + tuple(r[2:])\n"), "interface"),
@@ -180,10 +175,11 @@ OPERATORS: dict[str, tuple[Callable[[str], str | None], str | tuple[str, ...]]] 
     "info_not_dict": (_step("return tuple(r)[:4] + ([],)\n"), "interface"),
     "obs_not_str": (_reset("o, i = ORIG(seed)\nreturn [o], i\n"), "interface"),
     "reset_info_not_dict": (_reset("o, i = ORIG(seed)\nreturn o, None\n"), "interface"),
-    # SPADE str()s solution(): None is the text "None", the same for every seed
-    "solution_none": (_solution("return None\n"), ("seed_variety", "solution_replay")),
+    # SPADE str()s solution(): None is the text "None", which replays no win ("unverified":
+    # accepted with report.verified False, as SPADE never replays solution())
+    "solution_none": (_solution("return None\n"), ("seed_variety", "unverified")),
     "solution_raises": (_solution("raise ValueError('no solution today')\n"), "interface"),
-    "hint_not_str": (_hint_not_str, "interface"),
+    # a hint() that fails or returns a non-str is treated as no hint (SPADE never calls it)
     "invalid_tool_spec": (_invalid_tool_spec, "tool_specs"),
     "init_no_reset": (_init_no_reset, ("smoke", "interface")),  # interface: __init__ itself breaks
     "step_raises_on_long_input": (
@@ -201,10 +197,11 @@ OPERATORS: dict[str, tuple[Callable[[str], str | None], str | tuple[str, ...]]] 
     # legitimately complete the replay): reverse the final answer instead
     "solution_reversed": (_solution(
         "return re.sub(r'<answer>(.*?)</answer>', lambda m: '<answer>' + m.group(1)[::-1] + 'x</answer>', s, "
-        "flags=re.S) if '<answer>' in s else s[::-1]\n"), "solution_replay"),
-    "solution_corrupted": (_solution("return _mut_corrupt(s)\n", _CORRUPT_HELPER), "solution_replay"),
-    "reward_zero": (_step("return (r[0], 0.0) + tuple(r[2:])\n"), "solution_replay"),
-    "reward_halved": (_step("return (r[0], r[1] * 0.5) + tuple(r[2:])\n"), "solution_replay"),
+        "flags=re.S) if '<answer>' in s else s[::-1]\n"), "unverified"),
+    "solution_corrupted": (_solution("return _mut_corrupt(s)\n", _CORRUPT_HELPER), "unverified"),
+    "reward_zero": (_step("return (r[0], 0.0) + tuple(r[2:])\n"), "unverified"),
+    # a terminal reward > 0 is a win (time-shaped rewards, as SPADE scores them): negate it
+    "reward_negated": (_step("return (r[0], -abs(r[1])) + tuple(r[2:])\n"), "unverified"),
     "guessable_any_boxed": (
         lambda src: _wrap(src, "step", "def step(self, action):\n    if '\\\\boxed{' in action or '<answer>' in action:\n        " + _WIN + "\n    return ORIG(action)\n"),
         "garbage",
@@ -228,6 +225,14 @@ OPERATORS: dict[str, tuple[Callable[[str], str | None], str | tuple[str, ...]]] 
 SLOW_OPERATORS: dict[str, tuple[Callable[[str], str | None], str | tuple[str, ...]]] = {
     "hang_on_empty": (_step("if not action.strip():\n    while True:\n        pass\nreturn r\n"), "smoke"),
 }
+
+
+def outcome(report: Any) -> str:
+    """The stage that rejected a mutant, ``unverified`` when it was accepted without a
+    replayed win, else ``accepted`` (a survivor)."""
+    if report.rejected_at:
+        return report.rejected_at
+    return "accepted" if getattr(report, "verified", True) else "unverified"
 
 
 def mutate(source: str, parent: str, operators: Iterable[str] | None = None) -> list[Mutant]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spade_envs.actions import extract_answer, extract_boxed, parse_tool_calls
+from spade_envs.contract import INFO_NOTE_KEY
 from spade_envs.errors import NO_SOLUTION_STAGE, EnvProgramError, SpadeError
 from spade_envs.runtime import EnvRuntime, EnvSession
 
@@ -135,10 +136,19 @@ class Episode:
     error_action: str | None = None
     max_call_s: float = 0.0
     no_solution: bool = False
+    notes: list[str] = field(default_factory=list)  # contract notes (non-finite floats in info)
 
     @property
     def ended(self) -> bool:
         return bool(self.steps) and (self.steps[-1][2] or self.steps[-1][3])
+
+    def won(self, win_reward: float = 1.0) -> bool:
+        """A win as SPADE scores it: the episode terminated with a reward > 0 (a
+        time-shaped 0.64 wins), or its last step reached ``win_reward``."""
+        if not self.steps:
+            return False
+        _obs, reward, terminated, _truncated = self.steps[-1]
+        return (terminated and reward > 0) or reward >= win_reward
 
     @property
     def last_reward(self) -> float:
@@ -170,9 +180,10 @@ def play(
     :class:`BudgetExceeded` is raised before a batch that would start after it."""
     t0 = time.perf_counter()
     _check(deadline)
-    obs0, _info = session.reset(seed)
+    obs0, info0 = session.reset(seed)
     max_call = time.perf_counter() - t0
     episode = Episode(seed=seed, obs0=obs0)
+    _note(episode, info0)
     if want_solution:
         t0 = time.perf_counter()
         try:
@@ -205,8 +216,9 @@ def play(
                 episode.error, episode.error_action = results[at], batch[at]  # type: ignore[assignment]
                 stop = True
                 break
-            obs, reward, terminated, truncated, _info = result
+            obs, reward, terminated, truncated, info = result
             episode.steps.append((obs, reward, terminated, truncated))
+            _note(episode, info)
             if terminated or truncated:
                 stop = True
                 break
@@ -216,6 +228,12 @@ def play(
         chunk = max(1, min(MAX_CHUNK, int(CHUNK_SECONDS / max(per_step, 1e-6))))
     episode.max_call_s = max_call
     return episode
+
+
+def _note(episode: Episode, info: Any) -> None:
+    note = info.get(INFO_NOTE_KEY) if isinstance(info, dict) and info else None
+    if isinstance(note, str) and note not in episode.notes and len(episode.notes) < 3:
+        episode.notes.append(note)
 
 
 def _check(deadline: float | None) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from spade_envs.errors import EnvExecutionError, EnvProgramError, SpadeError
@@ -93,7 +93,6 @@ class Context:
     tree: Any = None
     session: EnvSession | None = None
     class_name: str | None = None
-    fresh_error: SpadeError | None = None
     pending: dict[str, str] = field(default_factory=dict)  # stage -> failure found early
     max_call_s: float = 0.0
     resets: dict[Any, str] = field(default_factory=dict)  # seed -> first observation
@@ -107,8 +106,12 @@ class Context:
     # single-player replay (issue 14): programs without solution(), the reading that won
     no_solution: bool = False  # the program defines no solution()
     solution_form: int = 0  # index into spade_envs.solutions.solution_plans() of the winning replay
-    snapshots: dict[Any, str] = field(default_factory=dict)  # seed -> JSON state after reset (no solution())
+    snapshots: dict[Any, str] = field(default_factory=dict)  # seed -> JSON state after reset (task comparison)
     deadline: float | None = None  # perf_counter() value when the candidate's budget ends
+    # issue 29: SPADE never replays solution(); a text no reader turns into a win is unverified
+    replay: Any = None  # stages.ReplayOutcome, once the solution's readings were tried
+    verified: bool = True  # False: no solution(), or no reading of it replays a win
+    notes: list[str] = field(default_factory=list)  # what the loader tolerated (shown in verdicts)
 
 
 class StageRunner:
@@ -153,6 +156,8 @@ class StageRunner:
                 verdict = self._run_stage(name, ctx)
                 if verdict is None:  # a later stage's failure surfaced early: skip this one
                     continue
+                if name == "solution_replay" and verdict.ok:  # the flag, not the detail text, says it
+                    verdict = replace(verdict, verified=ctx.verified and not ctx.no_solution)
                 report.stages.append(verdict)
                 if not verdict.ok:
                     break
@@ -161,7 +166,7 @@ class StageRunner:
             report.class_name = ctx.class_name
             report.sha256 = source_sha256(source) if isinstance(source, str) else ""
             report.seconds = time.perf_counter() - ctx.started
-            report.verified = not ctx.no_solution
+            report.verified = ctx.verified and not ctx.no_solution
             report.solution_form = ctx.solution_form
         return report
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from spade_envs.actions import parse_tool_calls
 from spade_envs.errors import EnvExecutionError, EnvProgramError
 from spade_envs.program import inspect_program
 from spade_envs.registry.verification import NO_REFERENCE  # the solution_replay detail of no solution()
-from spade_envs.solutions import solution_plans, tool_use_actions
+from spade_envs.solutions import READER_NAMES, solution_plans, solution_readings, tool_use_actions
 from spade_envs.tools import type_note
 
 from .leak import answer_candidates, find_leak, secrets
@@ -41,6 +42,19 @@ __all__ = ["FATAL_KINDS", "Context", "Reject", "StageChecks"]
 FATAL_KINDS = frozenset({"timeout", "crash", "memory", "killed", "security", "output"})
 
 
+@dataclass
+class ReplayOutcome:
+    """What replaying the readings of ``solution()`` found: the winning ``form`` (index
+    into :func:`~spade_envs.solutions.solution_plans` of the first seed) and its
+    ``reader``, or ``form`` None when no reading wins (the program is then accepted
+    *unverified*); ``tried`` says, per reading that did not win, what happened."""
+
+    form: int | None = None
+    reader: str = ""
+    rewards: list[float] = field(default_factory=list)
+    tried: list[str] = field(default_factory=list)
+
+
 class StageChecks(StageRunner):
     """The single-player stages, run by :class:`StageRunner` in :data:`STAGES` order."""
 
@@ -54,16 +68,15 @@ class StageChecks(StageRunner):
             ctx.no_solution = True
         return episode
 
-    def _plans(self, ctx: Context, seed: Any) -> list[list[str]]:
-        tools = ctx.session.tools if ctx.session is not None else []
-        return solution_plans(ctx.solutions.get(seed) or "", tools, ctx.resets.get(seed))
-
     def _actions(self, ctx: Context, seed: Any) -> list[str]:
         """The replay of ``seed``'s solution (the form that won, once known); [] without one."""
         if ctx.no_solution:
             return []
-        plans = self._plans(ctx, seed)
-        return plans[min(ctx.solution_form, len(plans) - 1)]
+        tools = ctx.session.tools if ctx.session is not None else []
+        readings = solution_readings(ctx.solutions.get(seed) or "", tools, ctx.resets.get(seed))
+        reader = ctx.replay.reader if ctx.replay is not None else ""
+        won = next((actions for name, actions in readings if reader and name == reader), None)
+        return won if won is not None else readings[min(ctx.solution_form, len(readings) - 1)][1]
 
     def _budget(self, ctx: Context) -> None:
         if ctx.deadline is not None and time.perf_counter() > ctx.deadline:
@@ -93,6 +106,7 @@ class StageChecks(StageRunner):
             ctx.pending[exc.stage if exc.stage in STAGES else "interface"] = str(exc)
             return "compiles to bytecode"
         ctx.class_name = info.class_name
+        ctx.notes.extend(info.notes)
         t0 = time.perf_counter()
         try:
             ctx.session = self.runtime.open(ctx.source, kwargs=dict(self.config.env_kwargs), filename=ctx.filename)
@@ -106,47 +120,39 @@ class StageChecks(StageRunner):
                 raise Reject(str(exc)) from None
             ctx.pending[exc.stage] = str(exc)  # e.g. invalid tool specs found while constructing
             return "compiled; module executes and the class constructs"
-        return f"compiled; {info.class_name}() constructed in {1000 * (time.perf_counter() - t0):.1f} ms"
+        note = "".join(f"; note: {n}" for n in info.notes)
+        return f"compiled; {info.class_name}() constructed in {1000 * (time.perf_counter() - t0):.1f} ms{note}"
 
     def _stage_interface(self, ctx: Context) -> str:
-        sess = ctx.session
-        assert sess is not None
-        # the fresh instance, stepped without reset; an execution error is judged in smoke
-        try:
-            t0 = time.perf_counter()
-            sess.step(smoke_actions()[0])
-            self._track(ctx, time.perf_counter() - t0, "step() on a fresh instance")
-        except EnvProgramError as exc:
-            raise Reject(f"{exc} (stepping a freshly constructed instance)") from None
-        except EnvExecutionError as exc:
-            ctx.fresh_error = exc
-            if exc.kind in FATAL_KINDS:  # the session may be gone: start a new one
-                self._close(ctx)
-                ctx.session = sess = self.runtime.open(
-                    ctx.source, kwargs=dict(self.config.env_kwargs), filename=ctx.filename
-                )
-        # hint() before the play when the instance is usable (a hung junk step kills the
-        # session), after the reset when the fresh instance was not
-        hint = sess.hint() if ctx.fresh_error is None else None
+        # no step before reset: a freshly constructed instance need not be playable (every
+        # runtime resets first, as SPADE's loader does); the first smoke play resets
         seed = self.config.seeds[0]
         episode = self._smoke_play(ctx, seed, 0)  # doubles as the smoke play of this seed
-        if ctx.fresh_error is not None:
-            hint = sess.hint()
+        hint_about = self._hint(ctx)
         if isinstance(episode.error, EnvProgramError):
             raise Reject(f"{episode.error} (after reset(seed={seed}), action {_short(episode.error_action)})")
         if not episode.obs0.strip():
             raise Reject(f"reset(seed={seed}) returned an empty observation")
-        solution = episode.solution or ""
         if ctx.no_solution:
             about = "no solution() (optional, as in SPADE)"
-        elif not solution.strip():
-            raise Reject(f"solution() returned an empty string (seed {seed}); it must return the winning action text")
         else:
             about = f"solution() -> {len(self._actions(ctx, seed))} action(s)"
-        return (
-            f"{ctx.class_name}: reset -> (str, dict), step -> (str, float, bool, bool, dict), {about}"
-            + (", hint() -> str" if hint is not None else "")
-        )
+        return f"{ctx.class_name}: reset -> (str, dict), step -> (str, float, bool, bool, dict), {about}{hint_about}"
+
+    def _hint(self, ctx: Context) -> str:
+        """``hint()`` of the current episode: a str, or no hint when the program has none,
+        it needs arguments or it fails (as SPADE, which never calls it). A call that killed
+        the session gets a new one."""
+        try:
+            return "" if ctx.session.hint() is None else ", hint() -> str"  # type: ignore[union-attr]
+        except EnvExecutionError as exc:
+            if exc.kind in FATAL_KINDS:
+                self._close(ctx)
+                ctx.session = self.runtime.open(ctx.source, kwargs=dict(self.config.env_kwargs), filename=ctx.filename)
+            why = _err(exc)
+        except EnvProgramError as exc:
+            why = str(exc)
+        return f"; note: hint() failed ({why[:120]}): treated as no hint"
 
     def _smoke_play(self, ctx: Context, seed: Any, index: int) -> Episode:
         """Reset with ``seed`` and step the junk actions (rotated by ``index``)."""
@@ -180,11 +186,6 @@ class StageChecks(StageRunner):
         return f"{len(tools)} valid tool spec(s): {', '.join(names)}{note}"
 
     def _stage_smoke(self, ctx: Context) -> str:
-        if ctx.fresh_error is not None:
-            raise Reject(
-                f"a freshly constructed instance is not playable: step() without reset() failed: "
-                f"{_err(ctx.fresh_error)} (__init__ must call reset())"
-            )
         seeds = list(self.config.seeds) + [None]
         for i, seed in enumerate(seeds[1:], start=1):
             self._smoke_play(ctx, seed, i)
@@ -195,16 +196,18 @@ class StageChecks(StageRunner):
             if episode.error is not None:
                 raise Reject(f"step({_short(episode.error_action)}) after reset(seed={episode.seed}) failed: {_err(episode.error)}")
             n_steps += len(episode.steps)
+            for note in episode.notes:
+                if note not in ctx.notes:
+                    ctx.notes.append(note)
             if ctx.no_solution:
                 continue
-            if not (episode.solution or "").strip():
-                raise Reject(f"solution() is empty for seed {episode.seed}")
             n_actions = len(solution_plans(episode.solution or "", ctx.session.tools)[0])  # type: ignore[union-attr]
             if n_actions > self.config.max_solution_actions:
                 raise Reject(f"solution() has {n_actions} actions for seed {episode.seed} (limit {self.config.max_solution_actions})")
+        notes = "".join(f"; note: {n}" for n in ctx.notes if "non-finite" in n)
         return (
             f"{len(ctx.smoke_plays)} resets, {n_steps} junk steps survived; slowest call "
-            f"{1000 * ctx.max_call_s:.1f} ms (deadline {self.config.step_deadline_s:g} s)"
+            f"{1000 * ctx.max_call_s:.1f} ms (deadline {self.config.step_deadline_s:g} s){notes}"
         )
 
     def _play_junk_alone(self, ctx: Context, seed: Any, action: str) -> None:
@@ -240,64 +243,102 @@ class StageChecks(StageRunner):
         )
 
     def _stage_seed_variety(self, ctx: Context) -> str:
+        """Different seeds, different tasks: judged on the solutions when they replay to a
+        win, else (no solution(), or a text no reader replays, such as prose) on the tasks
+        themselves (first observation and public state), never on the prose."""
         seeds = list(self.config.seeds) + list(self.config.variety_seeds)
-        solutions = [normalize_answer(self._solution(ctx, s)) for s in seeds]
-        if ctx.no_solution:  # judged on the tasks themselves: first observation and public state
-            for s in seeds:
-                if s not in ctx.snapshots:
-                    ctx.solutions.pop(s, None)
-                    self._solution(ctx, s)
-            distinct = len({(ctx.resets[s], ctx.snapshots[s]) for s in seeds})
-            if distinct < self.config.min_distinct_solutions:
-                raise Reject(f"the same task for every seed: {distinct} distinct task(s) (first observation and state) over {len(seeds)} seeds")
-            return f"{distinct} distinct tasks (first observation and state) over {len(seeds)} seeds (no solution() to compare)"
-        distinct = len(set(solutions))
-        if distinct < self.config.min_distinct_solutions:
-            raise Reject(
-                f"the same task for every seed: {distinct} distinct solution(s) over {len(seeds)} seeds "
-                f"(need {self.config.min_distinct_solutions}); use the seed to generate the task"
-            )
-        return f"{distinct} distinct solutions over {len(seeds)} seeds"
+        need = self.config.min_distinct_solutions
+        if not ctx.no_solution and self._find_win(ctx).form is not None:
+            distinct = len({normalize_answer(self._solution(ctx, s)) for s in seeds})
+            if distinct < need:
+                raise Reject(
+                    f"the same task for every seed: {distinct} distinct solution(s) over {len(seeds)} seeds "
+                    f"(need {need}); use the seed to generate the task"
+                )
+            return f"{distinct} distinct solutions over {len(seeds)} seeds"
+        distinct = self._distinct_tasks(ctx, seeds)
+        why = "no solution() to compare" if ctx.no_solution else "solution() does not replay: not compared"
+        if distinct < need:
+            raise Reject(f"the same task for every seed: {distinct} distinct task(s) (first observation and state) "
+                         f"over {len(seeds)} seeds ({why}); use the seed to generate the task")
+        return f"{distinct} distinct tasks (first observation and state) over {len(seeds)} seeds ({why})"
+
+    def _distinct_tasks(self, ctx: Context, seeds: list[Any]) -> int:
+        """Distinct ``(first observation, public state after reset)`` over ``seeds``."""
+        keys = set()
+        for seed in seeds:
+            if seed not in ctx.snapshots:
+                self._budget(ctx)
+                obs, _ = ctx.session.reset(seed)  # type: ignore[union-attr]
+                ctx.resets.setdefault(seed, obs)
+                try:
+                    state = ctx.session.snapshot()  # type: ignore[union-attr]
+                except (EnvExecutionError, EnvProgramError):
+                    state = None  # e.g. a __slots__ class with no _state: the observation decides
+                ctx.snapshots[seed] = json.dumps(state, sort_keys=True, default=repr)
+            keys.add((ctx.resets[seed], ctx.snapshots[seed]))
+        return len(keys)
+
+    def _find_win(self, ctx: Context) -> ReplayOutcome:
+        """Try the readings of ``solution()`` (primary first) until one wins on every seed of
+        ``config.seeds`` from a fresh episode; remembered in ``ctx.replay``. A reading whose
+        replay hangs or crashes the program rejects it; one that loses or raises is noted."""
+        if ctx.replay is not None:
+            return ctx.replay
+        outcome = ReplayOutcome()
+        seeds = list(self.config.seeds)
+        tools = ctx.session.tools if ctx.session is not None else []
+        readings = {s: solution_readings(ctx.solutions.get(s) or "", tools, ctx.resets.get(s)) for s in seeds}
+        for form, (reader, _) in enumerate(readings[seeds[0]]):
+            rewards: list[float] = []
+            failure = None
+            for seed in seeds:
+                actions = next((a for name, a in readings[seed] if name == reader), None)
+                if actions is None:
+                    failure = f"no such reading for seed {seed}"
+                    break
+                episode = ctx.replays.get(seed) if form == 0 and seed in ctx.replays else self._play(ctx, seed, actions)
+                if episode.error is not None:
+                    if getattr(episode.error, "kind", None) in FATAL_KINDS:
+                        raise Reject(f"replaying the solution of seed {seed} ({READER_NAMES[reader]}): "
+                                     f"step({_short(episode.error_action)}) failed: {_err(episode.error)}")
+                    failure = f"seed {seed}: step({_short(episode.error_action, 40)}) failed: {_err(episode.error)[:80]}"
+                    break
+                if not episode.won(self.config.win_reward):
+                    end = "terminated" if episode.ended and episode.steps[-1][2] else (
+                        "truncated" if episode.ended else "not ended")
+                    failure = (f"seed {seed}: reward {episode.last_reward:g} after {len(episode.steps)} of "
+                               f"{len(actions)} action(s), {end}")
+                    break
+                rewards.append(episode.last_reward)
+            if failure is None:
+                outcome.form, outcome.reader, outcome.rewards = form, reader, rewards
+                ctx.solution_form = form
+                break
+            outcome.tried.append(f"{READER_NAMES[reader]} ({failure})")
+        ctx.replay = outcome
+        return outcome
 
     def _stage_solution_replay(self, ctx: Context) -> str:
         if ctx.no_solution:
+            ctx.verified = False
             return NO_REFERENCE
-        try:
-            return self._replay_form(ctx, 0)
-        except Reject as first:
-            n_forms = min(len(self._plans(ctx, s)) for s in self.config.seeds)
-            for form in range(1, n_forms):
-                try:
-                    return self._replay_form(ctx, form)
-                except Reject:
-                    continue
-            raise first from None
-
-    def _replay_form(self, ctx: Context, form: int) -> str:
-        """Replay form ``form`` of :func:`solution_plans` on every seed (form 0 was played
-        by the determinism stage); on success it becomes ``ctx.solution_form``."""
-        rewards = []
-        for seed in self.config.seeds:
-            actions = self._plans(ctx, seed)[form]
-            episode = ctx.replays[seed] if form == 0 else self._play(ctx, seed, actions)
-            if episode.error is not None:
-                raise Reject(f"replaying the solution of seed {seed}: step({_short(episode.error_action)}) failed: {_err(episode.error)}")
-            if episode.last_reward < self.config.win_reward:
-                short = episode.ended and len(episode.steps) < len(actions)
-                ended = f"episode ended after {len(episode.steps)} of {len(actions)} actions" if short else f"{len(episode.steps)} actions played"
-                raise Reject(
-                    f"the solution of seed {seed} does not win: final reward {episode.last_reward:g} < "
-                    f"{self.config.win_reward:g} ({ended}; solution {_short(ctx.solutions[seed])})"
-                )
-            rewards.append(episode.last_reward)
-        ctx.solution_form = form
-        how = f" replayed as form {form} of the solution's readings" if form else ""
-        return f"solution wins on seeds {list(self.config.seeds)}{how} (final rewards {rewards})"
+        outcome = self._find_win(ctx)
+        seeds = list(self.config.seeds)
+        if outcome.form is None:
+            ctx.verified = False
+            return (f"unverified: no reading of solution() replays a win on seeds {seeds} (SPADE never replays it); "
+                    f"readers tried: {'; '.join(outcome.tried)}; solution {_short(ctx.solutions[seeds[0]])}")
+        how = f" (read as {READER_NAMES[outcome.reader]})" if outcome.form else ""
+        return f"solution wins on seeds {seeds}{how} (terminal rewards {outcome.rewards})"
 
     def _stage_garbage(self, ctx: Context) -> str:
         seeds = list(self.config.seeds)
         first_actions = self._actions(ctx, seeds[0])
         probes = garbage_probes(ctx.session.tools, first_actions, self.config.max_garbage_probes)  # type: ignore[union-attr]
+        # a garbage win reaches what the solution's own win reached (a time-shaped 0.64)
+        won = ctx.replay.rewards if ctx.replay is not None and ctx.replay.form is not None else []
+        threshold = min([self.config.win_reward, *won])
         played = skipped = 0
         for i, probe in enumerate(probes):
             seed = self._seed_for(ctx, probe, seeds, i)
@@ -308,9 +349,10 @@ class StageChecks(StageRunner):
             played += 1
             if episode.error is not None:
                 raise Reject(f"probe '{probe.name}' (seed {seed}): step({_short(episode.error_action)}) failed: {_err(episode.error)}")
-            if episode.best_reward >= self.config.win_reward:
+            ended_high = episode.ended and episode.steps[-1][2] and episode.last_reward >= threshold
+            if episode.best_reward >= self.config.win_reward or ended_high:
                 raise Reject(
-                    f"garbage wins: probe '{probe.name}' got reward {episode.best_reward:g} with "
+                    f"garbage wins: probe '{probe.name}' got reward {max(episode.best_reward, episode.last_reward):g} with "
                     f"{_short(probe.actions[-1])} (seed {seed}); check the answer exactly"
                 )
             ctx.garbage_obs.extend((seed, s[0]) for s in episode.steps if not (s[2] or s[3]))
@@ -331,12 +373,14 @@ class StageChecks(StageRunner):
     def _stage_no_leak(self, ctx: Context) -> str:
         if ctx.no_solution:
             return "no reference solution: no answer to look for"
+        if not ctx.verified:
+            return "solution() does not replay to a win: no answer to look for"
         cfg = self.config
         checked = 0
         per_seed = [set(answer_candidates(sol)) for sol in ctx.solutions.values()]
         shared = set.intersection(*per_seed) if len(per_seed) > 1 else set()  # protocol words such as "done"
         for seed in cfg.seeds:
-            solution = ctx.solutions[seed]
+            solution = self._secret_text(ctx, seed)
             others = [(ctx.resets[s], sol) for s, sol in ctx.solutions.items() if s != seed and s in ctx.resets]
             observations = [ctx.resets[seed]] + [o for s, o in ctx.garbage_obs if s == seed]
             leak = find_leak(solution, observations, others, min_digits=cfg.leak_min_digits,
@@ -347,6 +391,14 @@ class StageChecks(StageRunner):
         if not checked:
             return "answers too short or generic to check (see the specificity rule)"
         return f"{checked} secret(s) absent from reset and garbage observations"
+
+
+    def _secret_text(self, ctx: Context, seed: Any) -> str:
+        """The text whose answers the leak check looks for: the solution as written, or
+        the winning actions of a JSON tool plan (whose answer is its last step)."""
+        if ctx.replay is not None and ctx.replay.reader == "json_plan":
+            return "\n".join(self._actions(ctx, seed))
+        return ctx.solutions[seed]
 
 
 _NO_SEED = object()

@@ -9,7 +9,8 @@ serializes to the ``spade validate --json`` shape::
 
 (``seconds``, ``file``, ``class_name``, ``sha256``, ``seconds_total``, ``verified`` and
 ``solution_form`` are extra keys, which the contract allows; ``verified`` is false for an
-accepted program without ``solution()``.)
+accepted program without ``solution()`` or whose ``solution()`` no reader replays to a
+win, and the ``solution_replay`` stage carries the same ``verified`` flag.)
 """
 
 from __future__ import annotations
@@ -47,9 +48,15 @@ class StageVerdict:
     ok: bool
     detail: str
     seconds: float = 0.0
+    #: ``solution_replay`` only: whether a win was replayed (False: accepted unverified)
+    verified: bool | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "ok": self.ok, "detail": self.detail, "seconds": round(self.seconds, 6)}
+        out: dict[str, Any] = {"name": self.name, "ok": self.ok, "detail": self.detail,
+                               "seconds": round(self.seconds, 6)}
+        if self.verified is not None:
+            out["verified"] = self.verified
+        return out
 
 
 @dataclass
@@ -65,7 +72,7 @@ class AcceptanceReport:
     class_name: str | None = None
     sha256: str = ""
     seconds: float = 0.0
-    #: False when the program has no solution(): accepted, but solvability unverified
+    #: False when no win was replayed (no solution(), or no reading of it wins): accepted unverified
     verified: bool = True
     #: which reading of solution() replays the win (index into solution_plans(); 0 = primary)
     solution_form: int = 0

@@ -29,10 +29,44 @@ def check_observation(obs: Any, where: str) -> str:
     return obs
 
 
+#: key added to an ``info`` dict whose non-finite floats were replaced by None
+INFO_NOTE_KEY = "spade_note"
+_MAX_DEPTH = 32
+
+
+def _finite(value: Any, path: str, found: list[str], depth: int) -> Any:
+    """``value`` with non-finite floats (nested in dicts, lists, tuples) replaced by None;
+    the paths replaced are appended to ``found``. Unchanged containers are returned as is."""
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        found.append(path)
+        return None
+    if depth >= _MAX_DEPTH or not isinstance(value, (dict, list, tuple)):
+        return value
+    if isinstance(value, dict):
+        items = {k: _finite(v, f"{path}[{k!r}]", found, depth + 1) for k, v in value.items()}
+        return items if any(items[k] is not v for k, v in value.items()) else value
+    seq = [_finite(v, f"{path}[{i}]", found, depth + 1) for i, v in enumerate(value)]
+    if all(a is b for a, b in zip(seq, value)):
+        return value
+    return type(value)(seq) if isinstance(value, list) else tuple(seq)
+
+
 def check_info(info: Any, where: str) -> dict:
+    """``info`` must be a dict. Non-finite floats inside it are replaced by None (as
+    SPADE's loader tolerates them; JSON cannot carry them) and the copy gets a note under
+    :data:`INFO_NOTE_KEY` naming where they were; only a non-finite *reward* fails."""
     if not isinstance(info, dict):
         raise EnvProgramError(f"{where} must return info as a dict, got {type(info).__name__}")
-    return info
+    if not info:
+        return info
+    found: list[str] = []
+    clean = _finite(info, "info", found, 0)
+    if not found:
+        return info
+    shown = ", ".join(found[:5]) + (f" (+{len(found) - 5} more)" if len(found) > 5 else "")
+    return {**clean, INFO_NOTE_KEY: f"{where}: non-finite float(s) replaced by None at {shown}"}
 
 
 def check_reset_result(result: Any) -> ResetResult:

@@ -51,6 +51,8 @@ class ProgramInfo:
     sha256: str = ""
     uses_tool_base: bool = False
     methods: frozenset[str] = frozenset()
+    #: what the loader tolerated, for the verdict (e.g. several public ``*Env`` classes)
+    notes: tuple[str, ...] = ()
 
 
 def source_sha256(source: str) -> str:
@@ -83,8 +85,9 @@ def inspect_program(source: str, filename: str = "<env>") -> ProgramInfo:
     """Parse ``source`` and find its environment class; raise :class:`EnvProgramError`
     (stage ``syntax`` or ``interface``) naming the problem otherwise.
 
-    The class is the single public (no leading underscore) top-level class whose name
-    ends in ``Env``. It must define or inherit ``reset`` and ``step`` (inheriting is only
+    The class is the FIRST public (no leading underscore) top-level class whose name ends
+    in ``Env``, as SPADE's loader picks it; when there are several, ``notes`` names the
+    others. It must define or inherit ``reset`` and ``step`` (inheriting is only
     possible from ``ToolUseBaseEnv``, whose subclasses supply ``reset`` themselves);
     ``solution`` is optional, as in SPADE.
     """
@@ -92,11 +95,13 @@ def inspect_program(source: str, filename: str = "<env>") -> ProgramInfo:
     classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
     env_classes = [c for c in classes if c.name.endswith("Env") and not c.name.startswith("_")]
     if not env_classes:
-        raise EnvProgramError(f"{filename}: no public class whose name ends in 'Env' (define exactly one)")
-    if len(env_classes) > 1:
-        names = ", ".join(c.name for c in env_classes)
-        raise EnvProgramError(f"{filename}: {len(env_classes)} public *Env classes ({names}); define exactly one")
+        raise EnvProgramError(f"{filename}: no public class whose name ends in 'Env' (define one)")
     cls = env_classes[0]
+    notes: tuple[str, ...] = ()
+    if len(env_classes) > 1:
+        others = ", ".join(c.name for c in env_classes[1:])
+        notes = (f"{len(env_classes)} public *Env classes: playing the first, {cls.name} (as SPADE's loader); "
+                 f"not played: {others}",)
     bases = {b.id for b in cls.bases if isinstance(b, ast.Name)} | {
         b.attr for b in cls.bases if isinstance(b, ast.Attribute)
     }
@@ -119,6 +124,7 @@ def inspect_program(source: str, filename: str = "<env>") -> ProgramInfo:
         sha256=source_sha256(source),
         uses_tool_base=uses_tool_base,
         methods=methods | inherited,
+        notes=notes,
     )
 
 

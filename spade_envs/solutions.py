@@ -20,8 +20,12 @@ returns (joined by newlines) and acceptance replays first. Forms, in order of pr
    observation asks for ``\boxed{}`` (as SPADE's multi-turn games do).
 
 Alternates (tried by acceptance when the primary does not win): bare lines boxed one by
-one, the whole bare text boxed once, a single bare line as written, and ``\boxed{X}``
-for a tool-use bare answer. Everything here is linear in the length of the text.
+one, the whole bare text boxed once, a single bare line as written, ``\boxed{X}`` for a
+tool-use bare answer, and the plan shapes of :mod:`spade_envs.plan_readers`: a JSON tool
+plan (primary when the program has tools), an ``A -> B -> C`` path (with and without its
+start, boxed and bare), a comma list and a JSON move list. :func:`solution_readings`
+names the reader of each reading (:data:`READER_NAMES`), so a verdict can say which
+readers were tried. Everything here is linear in the length of the text.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from .actions import (
     parse_tool_call_body,
     tool_call_blocks,
 )
+from .plan_readers import arrow_steps, comma_items, json_moves, json_plan
 
 _ANSWER_MARK = "answer:"
 _OPENERS, _CLOSERS = "([{", ")]}"
@@ -254,38 +259,88 @@ def _boxed_lines(text: str) -> list[str]:
     return out
 
 
-def solution_plans(value: Any, tools: list[dict[str, Any]] | None = None,
-                   observation: str | None = None) -> list[list[str]]:
-    """Candidate action lists for a ``solution()`` value, primary first, no duplicates.
-    ``observation`` (the episode's first observation): when it asks for ``\\boxed{}``,
-    several bare lines are boxed one by one first (SPADE's multi-turn games read every
-    action from a box)."""
+#: names of the readers (what a verdict says was tried)
+READER_NAMES = {
+    "tool_use": "tool calls and answer", "json_plan": "JSON tool plan", "answer_block": "bare answer as <answer>",
+    "answer_boxed": "bare answer as \\boxed{}", "boxed": "\\boxed{} actions", "lines": "one action per line",
+    "lines_boxed": "one boxed action per line", "whole_boxed": "whole text boxed", "bare": "bare answer as written",
+    "arrow_tail_boxed": "arrow path, start omitted, boxed", "arrow_boxed": "arrow path, boxed",
+    "arrow_tail": "arrow path, start omitted", "arrow": "arrow path", "comma_boxed": "comma list, boxed",
+    "comma": "comma list", "json_moves_boxed": "JSON move list, boxed", "json_moves": "JSON move list",
+}
+
+
+def _plan_readings(text: str) -> list[tuple[str, list[str]]]:
+    """Readings of a bare text as a path, comma list or JSON move list (alternates)."""
+    out: list[tuple[str, list[str]]] = []
+    steps = arrow_steps(text)
+    if steps:
+        tail = steps[1:]
+        out += [("arrow_tail_boxed", [f"\\boxed{{{s}}}" for s in tail]), ("arrow_boxed", [f"\\boxed{{{s}}}" for s in steps]),
+                ("arrow_tail", tail), ("arrow", steps)]
+        return out
+    for name, items in (("json_moves", json_moves(text)), ("comma", comma_items(text))):
+        if items:
+            out += [(f"{name}_boxed", [f"\\boxed{{{i}}}" for i in items]), (name, items)]
+    return out
+
+
+def _json_plan_actions(text: str, tools: list[dict[str, Any]] | None) -> list[str] | None:
+    plan = json_plan(text)
+    if plan is None:
+        return None
+    schemas = _tool_schemas(tools)
+    calls, final = plan
+    actions = [_call_action(name, _coerce(args, schemas.get(name) or {})) for name, args in calls]
+    if final is not None:
+        actions.append(f"<answer>{final}</answer>")
+    return actions
+
+
+def solution_readings(value: Any, tools: list[dict[str, Any]] | None = None,
+                      observation: str | None = None) -> list[tuple[str, list[str]]]:
+    """``(reader, actions)`` for every reading of a ``solution()`` value, primary first,
+    no duplicate action lists (reader names: :data:`READER_NAMES`). ``observation`` (the
+    episode's first observation): when it asks for ``\\boxed{}``, several bare lines are
+    boxed one by one first (SPADE's multi-turn games read every action from a box)."""
     text = _text(value)
-    plans: list[list[str]] = []
+    readings: list[tuple[str, list[str]]] = []
     stripped = text.strip()
     is_tool_use = bool(_tool_schemas(tools)) or "<tool_call>" in text or "<answer>" in text
     if is_tool_use:
+        planned = _json_plan_actions(stripped, tools)
+        if planned:
+            readings.append(("json_plan", planned))
         actions = tool_use_actions(text, tools)
         if actions:
-            plans.append(actions)
+            readings.append(("tool_use", actions))
         else:
-            plans += [[f"<answer>{stripped}</answer>"], [f"\\boxed{{{stripped}}}"]]
+            readings += [("answer_block", [f"<answer>{stripped}</answer>"]), ("answer_boxed", [f"\\boxed{{{stripped}}}"])]
     elif boxed_spans(text):
-        plans.append(_boxed_lines(text))
+        readings.append(("boxed", _boxed_lines(text)))
     else:
         lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
         if len(lines) > 1:
-            boxed = [f"\\boxed{{{ln}}}" for ln in lines]
+            boxed = ("lines_boxed", [f"\\boxed{{{ln}}}" for ln in lines])
             asks_box = isinstance(observation, str) and "\\boxed" in observation
-            plans += [boxed, lines] if asks_box else [lines, boxed]
-            plans.append([f"\\boxed{{{stripped}}}"])
+            readings += [boxed, ("lines", lines)] if asks_box else [("lines", lines), boxed]
+            readings.append(("whole_boxed", [f"\\boxed{{{stripped}}}"]))
         else:
-            plans += [[f"\\boxed{{{stripped}}}"], [stripped]]
-    unique: list[list[str]] = []
-    for plan in plans:
-        if plan and plan not in unique:
-            unique.append(plan)
-    return unique or [["\\boxed{}"]]
+            readings += [("answer_boxed", [f"\\boxed{{{stripped}}}"]), ("bare", [stripped])]
+        readings += _plan_readings(stripped)
+    unique: list[tuple[str, list[str]]] = []
+    seen: list[list[str]] = []
+    for name, plan in readings:
+        if plan and plan not in seen:
+            seen.append(plan)
+            unique.append((name, plan))
+    return unique or [("answer_boxed", ["\\boxed{}"])]
+
+
+def solution_plans(value: Any, tools: list[dict[str, Any]] | None = None,
+                   observation: str | None = None) -> list[list[str]]:
+    """The action lists of :func:`solution_readings`, primary first."""
+    return [plan for _, plan in solution_readings(value, tools, observation)]
 
 
 def solution_to_actions(value: Any, tools: list[dict[str, Any]] | None = None,

@@ -60,7 +60,6 @@ CATALOGUE: dict[str, tuple[str, str, str]] = {
     "syntax_error": (edit("def step(self, action):", "def step(self, action)"), "size_syntax", "syntax error"),
     "empty_source": ("   \n", "size_syntax", "empty"),
     "no_env_class": (edit("class SumEnv:", "class SumGame:"), "interface", "no public class"),
-    "two_env_classes": (GOOD + "\nclass OtherEnv(SumEnv):\n    pass\n", "interface", "2 public *Env classes"),
     "wrong_tuple_length": (edit('"Wrong.", 0.0, False, self._turn >= self.max_turns, {}', '"Wrong.", 0.0, False, {}'), "interface", "5-tuple"),
     "reward_not_number": (edit('"Wrong.", 0.0,', '"Wrong.", "0",'), "interface", "reward must be a number"),
     "obs_not_str": (edit("return f\"What is", "return 7, f\"What is").replace("n}}.\", {}", "n}}.\""), "interface", "str observation"),
@@ -68,24 +67,31 @@ CATALOGUE: dict[str, tuple[str, str, str]] = {
     "reset_info_not_dict": (edit("n}}.\", {}", "n}}.\", []"), "interface", "info as a dict"),
     "terminated_not_bool": (edit('"Wrong.", 0.0, False,', '"Wrong.", 0.0, "no",'), "interface", "terminated must be a bool"),
     "nan_reward": (edit('"Wrong.", 0.0,', '"Wrong.", float("nan"),'), "interface", "non-finite reward"),
-    # SPADE str()s what solution() returns: None is the text "None", the same every seed
-    "solution_none": (edit("return str(self._a + self._b)", "return None"), "seed_variety", "same task for every seed"),
-    "solution_empty": (edit("return str(self._a + self._b)", "return ''"), "interface", "empty"),
     "reset_raises": (edit("self._turn = 0", "self._turn = 0\n        raise KeyError('board')"), "interface", "KeyError"),
     "invalid_tool_schema": (GOOD + TOOLS.replace("PARAMS", '{"type": "object", "properties": 5}'), "tool_specs", "not a valid JSON Schema"),
     "tool_without_method": (GOOD + TOOLS.replace("PARAMS", '{"type": "object"}').replace("def tool_peek", "def peek_tool"), "tool_specs", "no method tool_peek"),
-    "init_does_not_reset": (edit("        self.reset()\n", ""), "smoke", "__init__ must call reset()"),
     "step_raises_on_empty": (edit("self._turn += 1", "self._turn += 1\n        if not action:\n            raise ValueError('empty')"), "smoke", "ValueError"),
     "unseeded_global_random": (edit("rng = random.Random(seed)", "rng = random"), "determinism", "different"),
     "uses_clock": (edit("rng = random.Random(seed)", "import datetime\n        rng = random.Random(datetime.datetime.now().microsecond + (seed or 0))"), "determinism", "different"),
     "constant_task": (edit("rng = random.Random(seed)", "rng = random.Random(1234)"), "seed_variety", "same task for every seed"),
-    "broken_solution": (edit("return str(self._a + self._b)", "return str(self._a + self._b + 1)"), "solution_replay", "does not win"),
     "guessable_any_boxed": (edit("        self._turn += 1\n", f"        self._turn += 1\n        if '\\\\boxed' in action:\n            {WIN}\n"), "garbage", "garbage wins"),
     "guessable_empty": (edit("        self._turn += 1\n", f"        self._turn += 1\n        if not action.strip():\n            {WIN}\n"), "garbage", "probe 'empty'"),
     "leaks_in_observation": (edit("Answer with", "(it is {self._a + self._b}) Answer with"), "no_leak", "leaks the answer"),
     "leaks_in_feedback": (edit('"Wrong."', 'f"Wrong, it was {self._a + self._b}."'), "no_leak", "leaks the answer"),
 }
 
+
+#: what SPADE's loader runs and we therefore accept (issue 29): name -> (source, verified,
+#: stage whose detail must contain the words, words)
+LENIENT: dict[str, tuple[str, bool, str, str]] = {
+    "two_env_classes": (GOOD + "\nclass OtherEnv(SumEnv):\n    pass\n", True, "compile", "playing the first, SumEnv"),
+    "init_does_not_reset": (edit("        self.reset()\n", ""), True, "solution_replay", "solution wins"),
+    # SPADE str()s what solution() returns: None is the text "None"; no reading replays it
+    "solution_none": (edit("return str(self._a + self._b)", "return None"), False, "solution_replay", "readers tried"),
+    "solution_empty": (edit("return str(self._a + self._b)", "return ''"), False, "solution_replay", "readers tried"),
+    "broken_solution": (edit("return str(self._a + self._b)", "return str(self._a + self._b + 1)"), False,
+                        "solution_replay", "bare answer as \\boxed{}"),
+}
 
 
 @pytest.fixture(scope="module", params=["inprocess", "sandbox"])
@@ -118,6 +124,15 @@ def test_broken_source_rejected_at_its_stage(pipeline, case):
     assert all(s.ok for s in report.stages[:-1])
 
 
+@pytest.mark.parametrize("case", sorted(LENIENT))
+def test_what_spade_runs_is_accepted(pipeline, case):
+    source, verified, stage, words = LENIENT[case]
+    report = pipeline.run(source, f"{case}.py")
+    assert report.accepted, report.summary()
+    assert report.verified is verified and report.stage("solution_replay").verified is verified
+    assert words in report.stage(stage).detail, report.stage(stage).detail
+
+
 def test_hanging_step_fails_its_deadline():
     pytest.importorskip("spade_envs.sandbox")
     source = edit("self._turn += 1", "self._turn += 1\n        while not action:\n            pass")
@@ -127,11 +142,13 @@ def test_hanging_step_fails_its_deadline():
 
 
 def test_report_json_shape():
-    report = AcceptancePipeline(runtime=InProcessRuntime()).run(CATALOGUE["broken_solution"][0], "b.py")
+    report = AcceptancePipeline(runtime=InProcessRuntime()).run(CATALOGUE["guessable_empty"][0], "b.py")
     data = json.loads(json.dumps(report.to_json()))
-    assert data["accepted"] is False and data["rejected_at"] == "solution_replay"
+    assert data["accepted"] is False and data["rejected_at"] == "garbage"
     assert all(set(s) >= {"name", "ok", "detail"} for s in data["stages"])
-    assert [s["name"] for s in data["stages"]] == list(STAGES[: STAGES.index("solution_replay") + 1])
+    assert [s["name"] for s in data["stages"]] == list(STAGES[: STAGES.index("garbage") + 1])
+    replay = next(s for s in data["stages"] if s["name"] == "solution_replay")
+    assert replay["verified"] is True  # the flag, not the detail text
 
 
 def test_novelty_plugin_and_its_errors():
