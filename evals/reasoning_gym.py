@@ -129,17 +129,22 @@ def run_reasoning_gym(agent: Any, tasks: Sequence[RGTask], *, episodes: int = 8,
 
 def run_suite(agent: str, *, level: str = "hard", task_names: list[str] | None = None,
               config_items: list[str] | None = None, episodes: int | None = None, limit: int | None = None,
-              max_new_tokens: int = 256, progress: Callable[[int], None] | None = None
+              max_new_tokens: int = 256, show: bool = False
               ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
-    """``spade eval --suite reasoning-gym``: rows, summary and the run's settings."""
+    """``spade eval --suite reasoning-gym``: rows, summary and the run's settings
+    (``show``: a progress bar on stderr)."""
     tasks = select_tasks(level, task_names or None, parse_overrides(list(config_items or [])))
     if limit is not None:
         tasks = tasks[:limit]
     n = int(episodes if episodes is not None else defaults()["episodes"])
-    runner = load_rg_agent(agent, max_new_tokens=max_new_tokens)
+    runner = load_rg_agent(agent, max_new_tokens=max_new_tokens)  # a bad agent fails before the bar
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(tasks) * n, desc="reasoning-gym", unit="ep", disable=not show, leave=False)
     try:
-        rows, summary = run_reasoning_gym(runner, tasks, episodes=n, on_scored=progress)
+        rows, summary = run_reasoning_gym(runner, tasks, episodes=n, on_scored=bar.update)
     finally:
+        bar.close()
         runner.close()
     from .reasoning_gym_tasks import rg_module
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import typer
 
-SUITES = ("registry", "bfcl-v4-multi-turn", "acebench-agent", "acebench", "games")
+SUITES = ("registry", "bfcl-v4-multi-turn", "acebench-agent", "acebench", "games", "reasoning-gym")
 
 
 def _bar(total: int | None, desc: str, enabled: bool) -> Any:
@@ -223,6 +223,10 @@ def register(app: typer.Typer) -> None:
         resume: bool = typer.Option(False, "--resume", help="complete the interrupted run in --out "
                                                             "(registry and games suites)"),
         force: bool = typer.Option(False, "--force", help="start over even if --out holds an interrupted run"),
+        level: str = typer.Option("hard", "--level", help="reasoning-gym: easy or hard (the RG hard split)"),
+        rg_task: list[str] = typer.Option([], "--task", help="reasoning-gym: only this task (repeatable)"),
+        rg_config: list[str] = typer.Option([], "--config", help="reasoning-gym: KEY=VALUE or TASK.KEY=VALUE (repeatable)"),
+        episodes: int | None = typer.Option(None, "--episodes", min=1, help="reasoning-gym: episodes per task (8)"),
     ) -> None:
         """Evaluate an agent on a registry, BFCL-v4 multi-turn or ACEBench agent suite."""
         from spade_envs.evals.report import build_results, headline_text, write_report
@@ -262,6 +266,12 @@ def register(app: typer.Typer) -> None:
                                                      on_row=partial.add, progress=bar.update)
                 finally:
                     bar.close()
+            elif suite == "reasoning-gym":
+                from spade_envs.evals.reasoning_gym import run_suite
+
+                rows, summary, extra = run_suite(agent, level=level, task_names=rg_task, config_items=rg_config,
+                                                 episodes=episodes, limit=limit, max_new_tokens=max_new_tokens,
+                                                 show=progress)
             elif suite == "bfcl-v4-multi-turn":
                 rows, summary, extra = _run_bfcl(agent, cats, limit, agreement, progress, max_new_tokens)
             else:
