@@ -9,7 +9,10 @@ dict in one ``dict.update``. With 100k store entries this takes a fraction of a 
 lazily instead (:mod:`.gym_lazy`): an id is read from the store when first looked up.
 
 Registered: the seed suite and every *active* or *deprecated* store entry (quarantined
-ones are not). A missing store registers only the seeds; an unusable one (corrupt,
+ones are not). A variant's fixed params ride in its spec as ``env_kwargs`` only (they
+reach the program's constructor, never ``SpadeEnv``'s own keywords); a stored variant
+whose params are not a JSON object or name one of ``SpadeEnv``'s keywords
+(:func:`spade_envs.trust.reserved_keywords`) is not registered (a warning says why). A missing store registers only the seeds; an unusable one (corrupt,
 foreign, newer schema, unreadable) warns once and registers only the seeds: the import
 of ``spade_envs`` never fails because of the store.
 """
@@ -22,10 +25,12 @@ import os
 import sys
 import warnings
 from collections.abc import Iterable
+from typing import Any
 
 from gymnasium.envs.registration import EnvSpec
 
 from ..errors import SpadeError
+from ..trust import check_params
 from .catalog import EnvRecord, seed_files, seed_records
 from .gym_lazy import EAGER_MAX, active, install
 from .ids import NAMESPACE, EnvId
@@ -42,14 +47,39 @@ def gym_registry() -> dict:
     return registration.registry
 
 
-def spec_for(record: EnvRecord) -> EnvSpec:
+def variant_kwargs(base: str, version: int, params: Any) -> dict[str, Any] | None:
+    """``spec.kwargs`` of an entry: its id and version, plus a variant's fixed params as
+    ``env_kwargs`` (the program's constructor only). None when ``params`` (a dict or its
+    JSON) is unusable: not an object, or naming one of ``SpadeEnv``'s own keywords."""
+    kwargs: dict[str, Any] = {"env_id": base, "version": version}
+    if not params:
+        return kwargs
+    try:
+        found = json.loads(params) if isinstance(params, str) else params
+        kwargs["env_kwargs"] = check_params(found, f"{base}-v{version}: stored variant params")
+    except (ValueError, SpadeError) as exc:  # InvalidParametersError is both
+        _refused(str(exc))
+        return None
+    return kwargs
+
+
+def _refused(message: str) -> None:
+    warnings.warn_explicit(f"spade: not registered: {message}", RuntimeWarning, filename="spade_envs", lineno=0,
+                           module="spade_envs")
+
+
+def spec_for(record: EnvRecord) -> EnvSpec | None:
+    """The ``EnvSpec`` of a record (None for a variant whose stored params are unusable)."""
     max_steps = record.metadata.get("max_episode_steps", DEFAULT_MAX_EPISODE_STEPS)
+    kwargs = variant_kwargs(record.env_id.base, record.env_id.version or 0, record.params)
+    if kwargs is None:
+        return None
     return EnvSpec(
         id=str(record.env_id),
         entry_point=ENTRY_POINT,
-        max_episode_steps=int(max_steps) if max_steps else None,
-        # a variant's fixed kwargs ride in the spec: gym.make(variant) needs none
-        kwargs={"env_id": record.env_id.base, "version": record.env_id.version, **record.params},
+        max_episode_steps=max_steps if isinstance(max_steps, int) and max_steps > 0 else DEFAULT_MAX_EPISODE_STEPS,
+        # a variant's fixed kwargs ride in the spec (for the program): gym.make(variant) needs none
+        kwargs=kwargs,
     )
 
 
@@ -71,6 +101,9 @@ def register_records(records: Iterable[EnvRecord]) -> int:
     for rec in records:
         if rec.status == "active" or rec.status == "deprecated":
             spec = spec_for(rec)
+            if spec is None:
+                gym_registry().pop(str(rec.env_id), None)
+                continue
             gym_registry()[spec.id] = spec
             n += 1
     return n
@@ -117,12 +150,18 @@ def _report(message: str) -> None:
 
 def register_variant_rows(rows: Iterable[tuple[int, int, str | None]]) -> int:
     """Give registered store variants, as (seq, version, params JSON), their fixed kwargs
-    in ``spec.kwargs`` (so ``gym.make`` of a variant needs none)."""
+    in ``spec.kwargs["env_kwargs"]`` (so ``gym.make`` of a variant needs none); a variant
+    whose params are unusable is unregistered (see :func:`variant_kwargs`)."""
     n = 0
     for seq, version, params in rows:
-        spec = gym_registry().get(f"{NAMESPACE}/Env-{seq:05d}-v{version}")
+        key = f"{NAMESPACE}/Env-{seq:05d}-v{version}"
+        spec = gym_registry().get(key)
         if spec is not None and params:
-            spec.kwargs = {"env_id": f"{NAMESPACE}/Env-{seq:05d}", "version": version, **json.loads(params)}
+            kwargs = variant_kwargs(f"{NAMESPACE}/Env-{seq:05d}", version, params)
+            if kwargs is None:
+                gym_registry().pop(key, None)
+                continue
+            spec.kwargs = kwargs
             n += 1
     return n
 
@@ -162,10 +201,15 @@ def _load_seq(seq: int) -> list[EnvSpec]:
             return []
         specs = [_fast_spec(*row) for row in reg.registration_rows_of(seq)]
         params = {f"{NAMESPACE}/Env-{s:05d}-v{v}": p for s, v, p in reg.variant_rows(seq)}
+        out = []
         for spec in specs:
             if params.get(spec.id):
-                spec.kwargs = {**spec.kwargs, **json.loads(params[spec.id])}
-        return specs
+                kwargs = variant_kwargs(spec.kwargs["env_id"], spec.version, params[spec.id])
+                if kwargs is None:
+                    continue
+                spec.kwargs = kwargs
+            out.append(spec)
+        return out
     except Exception:  # noqa: BLE001 - a lookup must never raise out of gym.make's dict access
         return []
 

@@ -10,6 +10,13 @@ where the entry was first pushed or pulled from; NULL = never published: a pull 
 renumber it) and parameters (the ``PARAMETERS`` JSON Schema, read statically); for a
 *variant* also parent (the full id of the program it fixes kwargs of) and params
 (canonical JSON object of those kwargs; NULL for ordinary entries).
+
+Stored rows are data, never trusted to be well-formed (a Hub row, an old store): every
+write refuses variant params that name one of ``SpadeEnv``'s own keywords
+(:func:`spade_envs.trust.check_params`) and turns a malformed number into one
+:class:`~spade_envs.errors.RegistryError`; :func:`coerce_metadata` keeps only
+well-typed values of the metadata fields the code reads (others are dropped, so their
+defaults apply), on the way in and on the way out.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from typing import Any
 
 from ..errors import RegistryError
 from ..program import inspect_program, source_sha256
+from ..trust import check_params
 from .catalog import EnvRecord, seed_records
 from .ids import EnvId
 
@@ -70,18 +78,20 @@ def row_values(*, source: str, filename: str = "<env>", generation: int | None =
     if status not in STATUSES:
         raise RegistryError(f"status must be one of {', '.join(STATUSES)}, got '{status}'")
     meta = dict(info.metadata)
-    if isinstance(metadata, str):
-        metadata = json.loads(metadata) if metadata else {}
-    meta.update(metadata or {})
+    meta.update(_json_object(metadata, "metadata"))
     if tags is not None:
-        meta["tags"] = [str(t) for t in tags]
-    parents = json.loads(parent_ids) if isinstance(parent_ids, str) else list(parent_ids or [])
+        meta["tags"] = tags
+    meta = coerce_metadata(meta)
+    parents = _json_value(parent_ids, "parent_ids") if isinstance(parent_ids, str) else parent_ids
+    if not isinstance(parents, (list, tuple)) and parents is not None:
+        raise RegistryError(f"parent_ids must be a list of ids, got {type(parents).__name__}")
+    parents = list(parents or [])
     steps = max_episode_steps if max_episode_steps is not None else meta.get("max_episode_steps")
     return {
         "source": source,
         "sha256": info.sha256,
         "class_name": info.class_name,
-        "generation": None if generation is None else int(generation),
+        "generation": _number(generation, "generation", int),
         "status": status,
         "status_reason": status_reason,
         "skill": skill if skill is not None else meta.get("skill"),
@@ -92,10 +102,10 @@ def row_values(*, source: str, filename: str = "<env>", generation: int | None =
         "tool_specs": _as_json(tool_specs, []),
         "metadata": json.dumps(meta, sort_keys=True, default=str),
         "acceptance": _as_json(acceptance, []),
-        "regret": None if regret is None else float(regret),
-        "win_rate_hint": None if win_rate_hint is None else float(win_rate_hint),
-        "win_rate_plain": None if win_rate_plain is None else float(win_rate_plain),
-        "max_episode_steps": None if steps is None else int(steps),
+        "regret": _number(regret, "regret", float),
+        "win_rate_hint": _number(win_rate_hint, "win_rate_hint", float),
+        "win_rate_plain": _number(win_rate_plain, "win_rate_plain", float),
+        "max_episode_steps": _number(steps, "max_episode_steps", int),
         "origin": origin,
         "created_at": created_at,
         "updated_at": updated_at,
@@ -103,6 +113,93 @@ def row_values(*, source: str, filename: str = "<env>", generation: int | None =
         "parameters": _parameters_json(source),
         **variant_columns(parent, params),
     }
+
+
+def _number(value: Any, name: str, kind: type) -> Any:
+    """``value`` as ``kind`` (None stays None); a malformed one is one RegistryError."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise RegistryError(f"{name} must be a number, got {type(value).__name__}")
+    try:
+        out = kind(value)
+    except (TypeError, ValueError, OverflowError):
+        raise RegistryError(f"{name} must be a number, got {str(value)[:60]!r}") from None
+    if kind is float and out != out:
+        raise RegistryError(f"{name} must be a finite number")
+    return out
+
+
+def _json_value(value: str, name: str) -> Any:
+    try:
+        return json.loads(value) if value else None
+    except (ValueError, RecursionError):
+        raise RegistryError(f"{name} is not valid JSON: {value[:60]!r}") from None
+
+
+def _json_object(value: Any, name: str) -> dict[str, Any]:
+    """``value`` (a dict, its JSON, or None) as a dict; anything else is a RegistryError."""
+    if isinstance(value, str):
+        value = _json_value(value, name)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise RegistryError(f"{name} must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _is_int(v: Any, low: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= low
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v
+
+
+def _str_list(v: Any) -> list[str] | None:
+    if isinstance(v, str):
+        return [v]
+    if isinstance(v, (list, tuple, set, frozenset)) and all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in v):
+        return [str(x) for x in v]
+    return None
+
+
+#: metadata fields the code reads, each with its rule: keep (True), convert (a value), or drop (None)
+_META_RULES: dict[str, Any] = {
+    "solution_form": lambda v: v if _is_int(v, 0) else None,
+    "max_episode_steps": lambda v: v if _is_int(v, 1) else None,
+    "generation": lambda v: v if _is_int(v, 0) else None,
+    "tags": _str_list,
+    "lineage": _str_list,
+    "parent_ids": _str_list,
+    "file": lambda v: v if isinstance(v, str) and 0 < len(v) <= 1024 and v.isprintable() else None,
+    **{k: (lambda v: v if isinstance(v, str) else None)
+       for k in ("name", "skill", "description", "mode", "class_name", "designer_model", "grounding_ref",
+                 "published_in", "published", "status_reason", "origin", "sha256", "renumbered_from",
+                 "created_at", "updated_at")},
+    **{k: (lambda v: v if isinstance(v, bool) else None)
+       for k in ("verified", "tool_specs_vary_by_seed", "acceptance_pending")},
+    **{k: (lambda v: v if _is_num(v) else None) for k in ("regret", "win_rate_hint", "win_rate_plain")},
+    **{k: (lambda v: v if isinstance(v, list) and all(isinstance(x, dict) for x in v) else None)
+       for k in ("tool_specs", "acceptance")},
+    "scores": lambda v: v if isinstance(v, dict) else None,
+}
+
+
+def coerce_metadata(meta: dict[str, Any]) -> dict[str, Any]:
+    """``meta`` with every field the code reads well-typed: a malformed value (a
+    ``solution_form`` of ``"last"``, tags that are not strings...) is dropped, so the
+    field's default applies; fields the code does not read pass as they are."""
+    out = {}
+    for key, value in meta.items():
+        rule = _META_RULES.get(key)
+        if rule is None or value is None:
+            out[key] = value
+            continue
+        kept = rule(value)
+        if kept is not None:
+            out[key] = kept
+    return out
 
 
 def _parameters_json(source: str) -> str | None:
@@ -115,12 +212,18 @@ def _parameters_json(source: str) -> str | None:
 
 
 def canonical_params(params: Any) -> str:
-    """The stored form of a variant's kwargs: compact JSON, keys sorted (dedup key)."""
+    """The stored form of a variant's kwargs: compact JSON, keys sorted (dedup key).
+    Params naming one of ``SpadeEnv``'s own keywords are refused
+    (:class:`~spade_envs.parameters.InvalidParametersError`): they reach the program only."""
     if isinstance(params, str):
-        params = json.loads(params) if params else {}
+        params = _json_value(params, "variant params") or {}
     if not isinstance(params, dict):
         raise RegistryError(f"variant params must be a JSON object, got {type(params).__name__}")
-    return json.dumps(params, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    check_params(params)
+    try:
+        return json.dumps(params, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise RegistryError(f"variant params must be plain JSON values ({exc})") from None
 
 
 def content_key(sha256: str, parent: str | None = None, params: Any = None) -> str:
@@ -140,7 +243,11 @@ def variant_columns(parent: str | None, params: Any) -> dict[str, Any]:
 
 def record_from_row(row: dict[str, Any]) -> EnvRecord:
     """An untrusted :class:`EnvRecord` from a joined ``envs``/``sources`` row."""
-    meta = json.loads(row["metadata"] or "{}")
+    try:
+        meta = json.loads(row["metadata"] or "{}")
+    except (ValueError, RecursionError):
+        meta = None
+    meta = meta if isinstance(meta, dict) else {}
     meta.update({k: row[k] for k in _SCALARS})
     meta.update({k: json.loads(row[k] or "[]") for k in _JSON})
     if row.get("max_episode_steps") is not None:
@@ -150,6 +257,7 @@ def record_from_row(row: dict[str, Any]) -> EnvRecord:
     meta["parent"], meta["params"] = parent, params
     if row.get("parameters"):
         meta["parameters"] = json.loads(row["parameters"])
+    meta = coerce_metadata(meta)
     return EnvRecord(
         env_id=EnvId(row["seq"], row["version"]),
         source=row["source"],

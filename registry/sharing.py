@@ -15,6 +15,10 @@ A pull merges like rebasing local work on a shared branch:
   old id is recorded as an alias of the new one.
 - Two different published entries under one id (two registries whose ids collide) are a
   conflict: :class:`~spade_envs.errors.RegistryError`, nothing written.
+- A remote row is data: one that is malformed (ids, numbers, metadata), whose variant
+  params name one of ``SpadeEnv``'s own keywords, or a variant whose parent is not a
+  program here or in the pull with the same source (or whose params its ``PARAMETERS``
+  refuses) is skipped with the reason (``skipped``), never written.
 - A remote row is never trusted: its acceptance verdicts are dropped (the caller
   recomputes them with ``accept``, which may also return the measured ``tool_specs``;
   a failure quarantines the entry), a non-seed row
@@ -35,10 +39,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import RegistryError, UnknownEnvironmentError
+from ..errors import RegistryError, SpadeError, UnknownEnvironmentError
 from .ids import EnvId, parse_env_id
 from .migrations import FIRST_STORE_SEQ
-from .rows import content_key, row_values, seed_by_sha
+from .remote_rows import remote_key as _remote_key
+from .remote_rows import row_id as _row_id
+from .remote_rows import untrusted_values as _untrusted_values
+from .remote_rows import vet as _vet
+from .rows import canonical_params, content_key, seed_by_sha
 
 Accept = Callable[[str, str], dict[str, Any]]
 
@@ -77,27 +85,6 @@ def _local_rows(conn) -> dict[tuple[int, int], tuple[str, str | None]]:
             conn.execute("SELECT seq, version, sha256, published, parent, params FROM envs")}
 
 
-def _remote_key(r: dict[str, Any]) -> str:
-    return content_key(r["sha256"], r.get("parent"), r.get("params"))
-
-
-def _untrusted_values(row: dict[str, Any], origin: str, published: str) -> dict[str, Any]:
-    keep = {k: v for k, v in row.items() if k not in ("seq", "version", "acceptance", "id", "env_id", "sha256",
-                                                      "class_name", "parameters", "tool_specs_vary_by_seed",
-                                                      "published_in")}
-    meta = keep.get("metadata")
-    meta = json.loads(meta) if isinstance(meta, str) and meta else dict(meta or {})
-    if row.get("tool_specs_vary_by_seed"):
-        meta["tool_specs_vary_by_seed"] = True
-    if row.get("published_in"):
-        meta["published_in"] = str(row["published_in"])
-    keep["metadata"] = meta
-    gen = keep.get("generation")
-    keep["generation"] = max(1, int(gen)) if gen is not None else 1  # generation 0 is the shipped seeds only
-    keep.update(origin=origin, published=published, acceptance=[])
-    return row_values(**keep)
-
-
 def merge_rows(registry: Any, rows: Iterable[dict[str, Any]], *, repo: str, commit: str,
                accept: Accept | None = None, progress: Callable[[int], None] | None = None,
                record_remote: bool = True) -> MergeResult:
@@ -111,7 +98,20 @@ def merge_rows(registry: Any, rows: Iterable[dict[str, Any]], *, repo: str, comm
     conn = registry._conn
     remote: dict[tuple[int, int], dict[str, Any]] = {}
     for r in rows:
-        seq, version = int(r["seq"]), int(r["version"])
+        rid = _row_id(r)
+        if rid is None:
+            res.skipped.append({"id": str(r.get("env_id") if isinstance(r, dict) else "?")[:60],
+                                "reason": "refused: malformed row (seq, version, source and sha256 are required)"})
+            continue
+        seq, version = rid
+        if r.get("parent") or r.get("params"):
+            try:
+                if not r.get("parent"):
+                    raise RegistryError("params without a parent")
+                canonical_params(r.get("params"))  # SpadeEnv's own keywords are refused here
+            except SpadeError as exc:
+                res.skipped.append({"id": str(EnvId(seq, version)), "reason": f"refused: {exc}"[:500]})
+                continue
         if seq < FIRST_STORE_SEQ:
             if seed_by_sha(r["sha256"]) is not None:
                 res.seeds += 1
@@ -121,6 +121,7 @@ def merge_rows(registry: Any, rows: Iterable[dict[str, Any]], *, repo: str, comm
             continue
         remote[(seq, version)] = r
     local = _local_rows(conn)
+    prepared = _vet(remote, local, origin, published, res)
     by_sha = {sha: key for key, (sha, _) in local.items()}
     fresh: dict[tuple[int, int], dict[str, Any]] = {}
     for key, r in remote.items():
@@ -208,7 +209,7 @@ def merge_rows(registry: Any, rows: Iterable[dict[str, Any]], *, repo: str, comm
             if any(content_key(*row) == sha for row in conn.execute(
                     "SELECT sha256, parent, params FROM envs WHERE sha256 = ?", (r["sha256"],))):
                 continue  # skipped above: the same source (or variant) is published under another id
-            values = _untrusted_values(r, origin, published)
+            values = dict(prepared[key]) if key in prepared else _untrusted_values(r, origin, published)
             verdict = verdicts.get(key)
             if key in keep_acc:
                 values["acceptance"] = keep_acc[key]

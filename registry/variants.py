@@ -11,6 +11,9 @@ Contract (DESIGN.md sections 3 and 7):
   fixes kwargs on top of that variant's: the stored parent is the program, the stored
   params the merged point, and ``metadata["lineage"]`` lists the way there
   (immediate parent first).
+- Params never name one of ``SpadeEnv``'s own keywords (``trust_remote_code``, ``env_id``,
+  ``hint``...: :func:`spade_envs.trust.check_params`), whatever the parent's schema
+  allows: they reach the program's constructor only.
 - Params are validated against the parent's ``PARAMETERS`` and stored as the *full*
   point (every property, defaults filled in, integral floats of integer properties as
   ints), so ``{"size": 5}`` and ``{"size": 5, "depth": <default>}`` are one variant.
@@ -24,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RegistryError, UnknownEnvironmentError
+from ..trust import check_params
 from .catalog import EnvRecord, seed_records
 from .ids import EnvId, parse_env_id
 from .migrations import FIRST_STORE_SEQ
@@ -80,6 +84,7 @@ def plan_variant(registry: Any, parent: str | EnvId, params: dict[str, Any]) -> 
 
     if not isinstance(params, dict):
         raise VariantError(f"variant params must be a dict of keyword arguments, got {type(params).__name__}")
+    check_params(params)  # SpadeEnv's own keywords are the caller's, never a variant's
     rec = _lookup(registry, parent)
     lineage = [str(rec.env_id)]
     merged: dict[str, Any] = {}

@@ -21,11 +21,20 @@ sandbox for anything else unless ``trust_remote_code=True``.
   (:mod:`spade_envs.games.gym_view`). PettingZoo (``spade_envs.make_aec``) is the
   multi-agent API.
 - Environments pickle: the pickled form is the id/version (or the source) plus the
-  episode so far (seed and actions), replayed on unpickling in any process.
+  episode so far (seed and actions), replayed on unpickling in any process. A pickle
+  never carries trust: unpickled, a program runs in the sandbox unless the receiving code
+  opted in with :func:`spade_envs.trust.trust_remote_code_on_unpickle`; a replay longer
+  than :data:`MAX_REPLAY_STEPS` steps (or :data:`MAX_REPLAY_CHARS` characters) is refused
+  with :class:`EnvUnpicklingError`, before any program runs.
+- A registry variant's params reach the program's constructor only (``env_kwargs``);
+  params naming one of ``SpadeEnv``'s own keywords are refused
+  (:func:`spade_envs.trust.check_params`).
 """
 
 from __future__ import annotations
 
+import copy
+import pickle
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,9 +46,22 @@ from .errors import EnvExecutionError, EnvProgramError, SpadeError
 from .prompts import SYSTEM_PROMPT, opening_messages
 from .runtime import EnvRuntime, EnvSession
 from .spaces import UnicodeText
-from .trust import get_runtime
+from .trust import check_params, get_runtime, unpickle_trusted
 
 StepTuple = tuple[str, float, bool, bool, dict]
+
+#: the most steps unpickling replays; a pickle holding more is refused
+MAX_REPLAY_STEPS = 512
+#: the most action text (characters, all steps together) unpickling replays
+MAX_REPLAY_CHARS = 1_000_000
+#: the constructor arguments a pickle may carry (trust and runtimes are never among them)
+_PICKLED_INIT = ("env_id", "version", "source", "hint", "render_mode", "env_kwargs", "opponent", "seat")
+_PICKLED_TYPES: dict[str, tuple[type, ...]] = {"env_id": (str,), "version": (int,), "source": (str,), "hint": (bool,),
+                                               "render_mode": (str,), "env_kwargs": (dict,), "seat": (int,)}
+
+
+class EnvUnpicklingError(SpadeError, pickle.UnpicklingError):
+    """A pickled environment cannot be restored: malformed state, or a replay over the caps."""
 
 
 class SpadeEnv(gym.Env[str, str]):
@@ -77,8 +99,9 @@ class SpadeEnv(gym.Env[str, str]):
 
             record = resolve(env_id, version)
             source, trusted = record.source, record.trusted
-            if record.params:  # a registry variant: its fixed kwargs, under any given ones
-                env_kwargs = {**record.params, **(env_kwargs or {})}
+            if record.params:  # a registry variant: its fixed kwargs, under any given ones (program only)
+                params = check_params(record.params, f"{record.env_id}: stored variant params")
+                env_kwargs = {**params, **(env_kwargs or {})}
             self.env_id, self.version = record.env_id.base, record.env_id.version
             self.spade_metadata = dict(record.metadata)
             game = is_multiplayer(record)
@@ -191,7 +214,7 @@ class SpadeEnv(gym.Env[str, str]):
 
     def solution_actions(self) -> list[str]:
         plans = solution_plans(self._session.solution(), self._session.tools, self._first_obs)  # acceptance's form:
-        return plans[min(int(self.spade_metadata.get("solution_form") or 0), len(plans) - 1)]
+        return plans[min(_solution_form(self.spade_metadata), len(plans) - 1)]
 
     def hint(self) -> str | None:
         """The privileged hint of the current episode (None if the program has none)."""
@@ -214,15 +237,73 @@ class SpadeEnv(gym.Env[str, str]):
                 "rng": None if rng is None else rng.bit_generator.state, "spec": getattr(self, "spec", None)}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(**state["init"])  # type: ignore[misc]
-        self.use_hint = state.get("use_hint", self.use_hint)
-        if state.get("started"):
-            self.reset(seed=state["seed"])
-            for action in state.get("actions", []):
+        init, replay = _unpickled_init(state)
+        self.__init__(**init)  # type: ignore[misc]
+        use_hint = state.get("use_hint", self.use_hint)
+        self.use_hint = use_hint if isinstance(use_hint, bool) else self.use_hint
+        if replay is not None:
+            seed, actions = replay
+            self.reset(seed=seed)
+            for action in actions:
                 self.step(action)
         if state.get("rng") is not None:
-            self.np_random.bit_generator.state = state["rng"]
-        self.spec = state.get("spec")
+            try:
+                self.np_random.bit_generator.state = state["rng"]
+            except (TypeError, ValueError, KeyError) as exc:
+                raise EnvUnpicklingError(f"pickled environment: unusable random-generator state ({exc})") from None
+        self.spec = _unpickled_spec(state.get("spec"), init["trust_remote_code"])
+
+
+def _solution_form(metadata: dict[str, Any]) -> int:
+    """The stored ``solution_form`` (which reading of ``solution()`` wins), 0 unless it is
+    a non-negative int: registry metadata is data, never trusted to be well-formed."""
+    form = metadata.get("solution_form")
+    return form if isinstance(form, int) and not isinstance(form, bool) and form >= 0 else 0
+
+
+def _unpickled_init(state: Any) -> tuple[dict[str, Any], tuple[int | None, list[str]] | None]:
+    """Constructor kwargs and replay (seed, actions; None when not started) of a pickled
+    state, checked before anything runs. Trust is the receiver's choice: in-process only
+    inside :func:`~spade_envs.trust.trust_remote_code_on_unpickle` and only for an
+    environment pickled with ``trust_remote_code=True``."""
+    if not isinstance(state, dict) or not isinstance(state.get("init"), dict):
+        raise EnvUnpicklingError("pickled environment: malformed state (expected the dict SpadeEnv.__getstate__ writes)")
+    raw = state["init"]
+    init = {k: raw[k] for k in _PICKLED_INIT if k in raw}
+    for key, kinds in _PICKLED_TYPES.items():
+        if init.get(key) is not None and (not isinstance(init[key], kinds) or isinstance(init[key], bool) is not (kinds == (bool,))):
+            raise EnvUnpicklingError(f"pickled environment: {key!r} has the wrong type ({type(init[key]).__name__})")
+    init["trust_remote_code"] = raw.get("trust_remote_code") is True and unpickle_trusted()
+    if not state.get("started"):
+        return init, None
+    actions, seed = state.get("actions") or [], state.get("seed")
+    if not isinstance(actions, list) or not all(isinstance(a, str) for a in actions):
+        raise EnvUnpicklingError("pickled environment: the episode's actions must be a list of strings")
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+        raise EnvUnpicklingError("pickled environment: the episode's seed must be an int or None")
+    if len(actions) > MAX_REPLAY_STEPS:
+        raise EnvUnpicklingError(
+            f"pickled environment holds an episode of {len(actions)} steps; unpickling replays at most "
+            f"{MAX_REPLAY_STEPS} (spade_envs.gym_env.MAX_REPLAY_STEPS): reset() before pickling")
+    if sum(len(a) for a in actions) > MAX_REPLAY_CHARS:
+        raise EnvUnpicklingError(
+            f"pickled environment holds more than {MAX_REPLAY_CHARS} characters of actions to replay "
+            "(spade_envs.gym_env.MAX_REPLAY_CHARS): reset() before pickling")
+    return init, (seed, actions)
+
+
+def _unpickled_spec(spec: Any, trusted: bool) -> Any:
+    """The pickled ``EnvSpec`` (None for anything else), its kwargs holding the trust this
+    process granted, never the pickle's (``gym.make(env.spec)`` must not switch trust on)."""
+    from gymnasium.envs.registration import EnvSpec
+
+    if not isinstance(spec, EnvSpec):
+        return None
+    spec = copy.copy(spec)
+    kwargs = {k: v for k, v in (spec.kwargs or {}).items() if k not in ("trust_remote_code", "runtime")} \
+        if isinstance(spec.kwargs, dict) else {}
+    spec.kwargs = {**kwargs, "trust_remote_code": True} if trusted else kwargs
+    return spec
 
 
 def _default_max_turns(source: str) -> Any:

@@ -15,11 +15,15 @@ Contract of this module (it never executes program code):
 
 - :func:`read_parameters` reads ``PARAMETERS`` from the source's AST (a literal dict, or
   no declaration at all -> ``None``);
-- :func:`check_schema` accepts a schema only when it is valid under its meta-schema, is a
-  ``"type": "object"`` with ``properties``, gives every property a ``default``, uses no
-  name the entry points reserve for themselves, and its defaults validate against it;
+- :func:`check_schema` accepts a schema only when it keeps within the bounds the caller
+  can afford (:mod:`spade_envs.schema_bounds`: size caps, an allow-list of keywords with
+  no regular expression, no recursive or fanned-out ``$ref``), is valid under its
+  meta-schema, is a ``"type": "object"`` with ``properties``, gives every property a
+  ``default``, uses no name of ``SpadeEnv``'s own keywords
+  (:func:`spade_envs.trust.reserved_keywords`), and its defaults validate against it;
   otherwise :class:`ParametersSchemaError` (an :class:`EnvProgramError`, stage
-  ``parameters``) says what to fix;
+  ``parameters``) says what to fix. Every validation runs under a deadline
+  (:data:`spade_envs.schema_bounds.DEADLINE_S`);
 - :func:`validate_kwargs` checks given keyword arguments against a schema: unknown names
   are refused unless the schema sets ``additionalProperties``; a violation raises ONE
   :class:`InvalidParametersError` naming the argument and the rule;
@@ -38,15 +42,14 @@ import json
 import random
 from typing import Any
 
+from . import schema_bounds
 from .errors import EnvProgramError, SpadeError
 
-#: keyword arguments the entry points (``SpadeEnv``, ``make_aec``) keep for themselves
-RESERVED_NAMES = frozenset(
-    {"env_id", "version", "source", "hint", "trust_remote_code", "runtime", "render_mode", "env_kwargs"}
-)
 #: a schema larger than this (as JSON) is a broken program, not a rich one
-MAX_SCHEMA_BYTES = 20_000
+MAX_SCHEMA_BYTES = schema_bounds.PARAMETERS_LIMITS.max_bytes
 MAX_PROPERTIES = 64
+#: bounds of the keyword arguments validated against a schema
+KWARGS_LIMITS = schema_bounds.Limits(frozenset(), max_bytes=100_000, max_depth=32, max_nodes=20_000, max_items=10_000)
 
 
 class ParametersSchemaError(EnvProgramError):
@@ -99,37 +102,47 @@ def read_parameters(source: str | ast.Module, filename: str = "<env>") -> dict[s
 
 def check_schema(schema: Any, filename: str = "<env>") -> dict[str, Any]:
     """``schema`` itself when it is a usable parameters schema (see the module docstring)."""
-    import jsonschema
+    from .trust import reserved_keywords
 
     where = f"{filename}: PARAMETERS"
     try:
         size = len(json.dumps(schema))
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         raise ParametersSchemaError(f"{where} is not JSON ({exc})") from None
     if size > MAX_SCHEMA_BYTES:
         raise ParametersSchemaError(f"{where} is {size} bytes as JSON (limit {MAX_SCHEMA_BYTES})")
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    bound = schema_bounds.problem(schema, schema_bounds.PARAMETERS_LIMITS)
+    if bound is not None:
+        raise ParametersSchemaError(f"{where} is refused at {bound[0]}: {bound[1]}")
     try:
-        cls.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        path = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
-        raise ParametersSchemaError(f"{where} is not a valid JSON Schema at {path}: {exc.message}") from None
+        meta = schema_bounds.meta_error(schema)
+    except schema_bounds.SchemaDeadlineError as exc:
+        raise ParametersSchemaError(f"{where}: {exc}") from None
+    if meta is not None:
+        path = "/".join(str(p) for p in meta.absolute_path) or "(top level)"
+        raise ParametersSchemaError(f"{where} is not a valid JSON Schema at {path}: {meta.message}")
     if schema.get("type") != "object" or not isinstance(schema.get("properties"), dict):
         raise ParametersSchemaError(f'{where} must be {{"type": "object", "properties": {{...}}}}')
     props = schema["properties"]
     if len(props) > MAX_PROPERTIES:
         raise ParametersSchemaError(f"{where} declares {len(props)} properties (limit {MAX_PROPERTIES})")
+    reserved = reserved_keywords()
     for name, spec in props.items():
         if not name.isidentifier():
             raise ParametersSchemaError(f"{where}: property {name!r} is not a Python identifier (a keyword argument)")
-        if name in RESERVED_NAMES:
+        if name in reserved:
             raise ParametersSchemaError(
-                f"{where}: property {name!r} is reserved by the entry points ({', '.join(sorted(RESERVED_NAMES))}); rename it"
+                f"{where}: property {name!r} is reserved by the entry points ({', '.join(sorted(reserved))}); rename it"
             )
         if not isinstance(spec, dict) or "default" not in spec:
             raise ParametersSchemaError(f"{where}: property {name!r} needs a 'default'")
-    validator = cls(_closed(schema))
-    error = jsonschema.exceptions.best_match(validator.iter_errors(defaults(schema)))
+    bound = schema_bounds.size_problem(defaults(schema), KWARGS_LIMITS)
+    if bound is not None:
+        raise ParametersSchemaError(f"{where}: the defaults are too large: {bound[1]}")
+    try:
+        error = schema_bounds.best_error(_closed(schema), defaults(schema))
+    except schema_bounds.SchemaDeadlineError as exc:
+        raise ParametersSchemaError(f"{where}: checking the defaults: {exc}") from None
     if error is not None:
         raise ParametersSchemaError(f"{where}: the defaults are invalid: {_describe(error)}")
     return schema
@@ -172,11 +185,15 @@ def _describe(error: Any) -> str:
 
 
 def validate_kwargs(schema: dict[str, Any], kwargs: dict[str, Any], filename: str = "<env>") -> dict[str, Any]:
-    """``kwargs`` when they satisfy ``schema``; else ONE :class:`InvalidParametersError`."""
-    import jsonschema
-
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    error = jsonschema.exceptions.best_match(cls(_closed(schema)).iter_errors(kwargs))
+    """``kwargs`` when they satisfy ``schema``; else ONE :class:`InvalidParametersError`
+    (also when they are too large, or checking them runs past the deadline)."""
+    bound = schema_bounds.size_problem(kwargs, KWARGS_LIMITS)
+    if bound is not None:
+        raise InvalidParametersError(f"{filename}: parameters refused: {bound[1]} (at {bound[0]})")
+    try:
+        error = schema_bounds.best_error(_closed(schema), kwargs)
+    except schema_bounds.SchemaDeadlineError as exc:
+        raise InvalidParametersError(f"{filename}: parameters cannot be checked: {exc}") from None
     if error is None:
         return kwargs
     path = list(error.absolute_path)

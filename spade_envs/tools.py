@@ -20,6 +20,7 @@ import json
 import re
 from typing import Any
 
+from . import schema_bounds
 from .errors import ToolSpecError
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$")
@@ -138,12 +139,16 @@ def normalize_tool_spec(spec: Any) -> dict[str, Any]:
 
 
 def _schema_problem(params: Any) -> tuple[str, str] | None:
-    """``(where, message)`` when ``params`` is not a valid JSON Schema, else None."""
+    """``(where, message)`` when ``params`` is not a valid JSON Schema, or one outside the
+    bounds the caller can afford (:mod:`.schema_bounds`), else None."""
+    bound = schema_bounds.size_problem(params, schema_bounds.TOOL_LIMITS)
+    if bound is not None:
+        return bound
     try:
         _jsonschema().Draft202012Validator.check_schema(params)
     except _jsonschema().SchemaError as exc:
         return "/".join(str(p) for p in exc.path) or "<root>", exc.message
-    return _ref_problem(params, params, [])
+    return _ref_problem(params, params, []) or schema_bounds.structure_problem(params, schema_bounds.TOOL_LIMITS)
 
 
 #: keywords whose values are data, not subschemas (a "$ref" inside them is not a reference)

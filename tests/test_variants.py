@@ -118,7 +118,7 @@ def test_gym_make_needs_no_kwargs(spade_home):  # noqa: F811 - fixture
     res = reg.add_variant(str(parent.env_id), {"n_terms": 6, "max_value": 900})
     env = gym.make(str(res.env_id))
     try:
-        assert env.spec.kwargs["n_terms"] == 6 and env.spec.kwargs["max_value"] == 900
+        assert env.spec.kwargs["env_kwargs"]["n_terms"] == 6 and env.spec.kwargs["env_kwargs"]["max_value"] == 900
         obs, info = env.reset(seed=3)
         assert info["n_terms"] == 6 and obs.count("+") == 5
         assert env.unwrapped.env_id == res.env_id.base
@@ -138,8 +138,8 @@ def test_gym_make_needs_no_kwargs(spade_home):  # noqa: F811 - fixture
 
     gym_registry.pop(str(res.env_id))
     register_store()
-    assert gym_registry[str(res.env_id)].kwargs == {"env_id": res.env_id.base, "version": 0,
-                                                    "n_terms": 6, "max_value": 900, "max_turns": 2}
+    assert gym_registry[str(res.env_id)].kwargs == {"env_id": res.env_id.base, "version": 0,  # params: the program's
+                                                    "env_kwargs": {"n_terms": 6, "max_value": 900, "max_turns": 2}}
     assert gym_registry[str(parent.env_id)].kwargs == {"env_id": parent.env_id.base, "version": 0}
     from spade_envs.gym_env import SpadeEnv
 

@@ -72,7 +72,9 @@ _load_commands()
 
 def fail(message: str, code: int = 1) -> "typer.Exit":
     """Print one error line on stderr and return the Exit to raise."""
-    typer.echo(f"spade: error: {message}", err=True)
+    from ..textsafe import safe_text  # messages may quote a program or a registry row
+
+    typer.echo(f"spade: error: {safe_text(message)}", err=True)
     return typer.Exit(code)
 
 
@@ -105,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         typer.echo(f"spade: error: {exc.format_message()}", err=True)
         return exc.exit_code or 1
     except SpadeError as exc:
-        typer.echo(f"spade: error: {exc}", err=True)
+        fail(str(exc))
         return 1
     except KeyboardInterrupt:
         typer.echo("spade: interrupted", err=True)

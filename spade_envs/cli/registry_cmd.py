@@ -176,8 +176,11 @@ def list_cmd(
     table = Table(title=f"spade registry ({len(envs)} entries)")
     for col in ("id", "version", "generation", "status", "skill", "class"):
         table.add_column(col, no_wrap=col == "id")
+    from ..textsafe import safe_markup  # skill and class name come from programs
+
     for e, r in zip(envs, recs):
-        table.add_row(e["id"], str(e["version"]), str(e["generation"]), e["status"], str(e["skill"] or ""), r.class_name)
+        table.add_row(e["id"], str(e["version"]), str(e["generation"]), e["status"], safe_markup(e["skill"] or ""),
+                      safe_markup(r.class_name))
     Console().print(table)
 
 
@@ -201,11 +204,13 @@ def show_cmd(
     if as_json:
         _echo_json(info)
         return
+    from ..textsafe import safe_text  # everything shown comes from the program or the row
+
     for key, value in info.items():
         if key != "source":
-            typer.echo(f"{key}: {json.dumps(value, default=str) if isinstance(value, (dict, list)) else value}")
+            typer.echo(safe_text(f"{key}: {json.dumps(value, default=str) if isinstance(value, (dict, list)) else value}"))
     if source:
-        typer.echo("\n" + rec.source)
+        typer.echo("\n" + safe_text(rec.source))
 
 
 @registry_app.command("add")
@@ -229,8 +234,11 @@ def add_cmd(
     else:
         for a in result["added"]:
             typer.echo(f"{'added' if a['new'] else 'already stored'}: {a['id']}-v{a['version']}")
+        from ..textsafe import safe_text  # verdict details quote the program
+
         for r in result["rejected"]:
-            typer.echo(f"rejected at {r['rejected_at']}: {r['file']}: {r['detail']}", err=r["rejected_at"] == "read")
+            typer.echo(safe_text(f"rejected at {r['rejected_at']}: {r['file']}: {r['detail']}"),
+                       err=r["rejected_at"] == "read")
         by_stage = Counter(r["rejected_at"] for r in result["rejected"])
         summary = ", ".join(f"{n} at {s}" for s, n in by_stage.most_common())
         typer.echo(f"{sum(a['new'] for a in result['added'])} new, {len(result['added'])} accepted, "

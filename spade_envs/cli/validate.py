@@ -4,7 +4,8 @@ Exit status: 0 accepted, 1 rejected, 2 usage error (missing or unreadable file, 
 ``.py`` UTF-8 text file, bad flags, or no sandbox available without
 ``--trust-remote-code``). ``--json`` prints exactly one JSON object on stdout, in the shape
 of DESIGN.md section 10: ``{"accepted", "rejected_at", "stages": [{"name", "ok",
-"detail"}, ...]}`` plus extra keys. Without it, a table of the stages is printed.
+"detail"}, ...]}`` plus extra keys. Without it, a table of the stages is printed, with
+terminal control characters and rich markup of program-controlled text neutralised.
 """
 
 from __future__ import annotations
@@ -102,21 +103,30 @@ def _registry_novelty_check():  # noqa: ANN202 - a NoveltyCheck
 
 
 def _print_table(report) -> None:  # noqa: ANN001 - AcceptanceReport, imported lazily
+    """The stages as a table. Every string in it may come from the program: control
+    characters are stripped (:func:`~spade_envs.textsafe.safe_text`) and rich markup is
+    escaped, so nothing a program prints can redraw the verdict."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"spade validate {report.filename}")
+    from ..textsafe import safe_text
+
+    def shown(value: object) -> str:
+        return escape(safe_text(value))
+
+    table = Table(title=f"spade validate {shown(report.filename)}")
     table.add_column("stage")
     table.add_column("ok", justify="center")
     table.add_column("ms", justify="right")
     table.add_column("detail", overflow="fold")
     for verdict in report.stages:
         mark = "[green]yes[/green]" if verdict.ok else "[red]NO[/red]"
-        table.add_row(verdict.name, mark, f"{1000 * verdict.seconds:.1f}", escape(verdict.detail))
+        table.add_row(shown(verdict.name), mark, f"{1000 * verdict.seconds:.1f}", shown(verdict.detail))
     console = Console()
     console.print(table)
     if report.accepted:
-        console.print(f"[green]accepted[/green] ({report.class_name}, {report.seconds:.2f} s)")
+        console.print(f"[green]accepted[/green] ({shown(report.class_name)}, {report.seconds:.2f} s)")
     else:
-        console.print(f"[red]rejected at {report.rejected_at}[/red]: {escape(report.failure.detail if report.failure else '')}")
+        console.print(f"[red]rejected at {shown(report.rejected_at)}[/red]: "
+                      f"{shown(report.failure.detail if report.failure else '')}")
