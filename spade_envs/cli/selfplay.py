@@ -1,6 +1,13 @@
 """``spade selfplay [--preset P] [--config FILE.yaml] [--rounds N] [--out DIR] [--resume]
-[--push-to-hub REPO] [--set KEY=VALUE ...] [--heldout N] [--time-budget S] [--json]``:
-regret-driven self-play training.
+[--push-to-hub REPO] [--set KEY=VALUE ...] [--heldout N] [--time-budget S] [--plan [--gpu NAME:N]]
+[--json]``: regret-driven self-play training.
+
+``--plan`` prints the per-device memory of the run (weights, gradients, optimizer,
+activations, logits, vLLM; :mod:`~spade_envs.selfplay.plan`) for ``--gpu`` (default
+``h200:1``) and exits 0 when it fits, 1 when it does not; a run started on GPUs is
+refused, before anything loads, when its plan does not fit the visible devices.
+Ctrl-C ends a run with one line naming the last checkpoint (written every round) and
+the metrics file, exit status 130; ``--resume`` continues from there.
 
 Progress goes to stderr as plain flushed lines (each phase of a round, then one
 summary line per round), so it shows in a terminal, a pipe or a log file alike; at the end a summary table is printed, or
@@ -81,6 +88,8 @@ def register(app: typer.Typer) -> None:
         sets: list[str] = typer.Option([], "--set", help="any setting, KEY=VALUE (repeatable)"),
         heldout: int = typer.Option(0, "--heldout", help="also play N held-out episodes before and after, side by side"),
         time_budget: Optional[float] = typer.Option(None, "--time-budget", help="start no new round after S seconds"),
+        show_plan: bool = typer.Option(False, "--plan", help="print the per-device memory plan and exit"),
+        gpu: Optional[str] = typer.Option(None, "--gpu", help="GPUs for --plan, NAME[:COUNT], e.g. h200:8"),
         as_json: bool = typer.Option(False, "--json", help="print one JSON object on stdout"),
     ) -> None:
         """Regret-driven self-play: the designer proposes, the agent plays, both learn."""
@@ -99,13 +108,26 @@ def register(app: typer.Typer) -> None:
         import sys
 
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch loads: shared cores, no spinning
-        from ..selfplay.loop import _read_rows, run
+        from ..selfplay.loop import SelfPlayInterrupted, _read_rows, run
 
         if heldout < 0 or (time_budget is not None and time_budget < 0):
             raise fail("--heldout and --time-budget must be >= 0", 2)
 
         def say(text: str) -> None:  # plain lines, flushed: progress shows in logs and pipes too
             print(text, file=sys.stderr, flush=True)
+
+        from ..selfplay.plan import PlanError, check_fits, local_gpu, plan
+
+        try:
+            if show_plan or gpu:
+                pl = plan(cfg, gpu or "h200:1")
+                typer.echo(json.dumps(pl.as_dict(), sort_keys=True) if as_json else pl.table())
+                raise typer.Exit(0 if pl.fits else 1)
+            here = local_gpu()
+            if here is not None and cfg.device != "cpu":
+                check_fits(cfg, here)
+        except PlanError as exc:
+            raise fail(str(exc), 1 if show_plan or gpu else 2) from None
 
         say(f"spade selfplay: preset {cfg.preset}, model {cfg.model}, {cfg.rounds} rounds -> {cfg.out_dir}")
         before = None
@@ -126,6 +148,10 @@ def register(app: typer.Typer) -> None:
                 summary["heldout"] = heldout_compare(cfg.model, trained_model_folder(summary), episodes=heldout,
                                                      max_turns=cfg.max_turns, max_new_tokens=cfg.agent_max_new_tokens,
                                                      seed=cfg.seed, before=before)
+        except SelfPlayInterrupted as exc:
+            raise fail(str(exc), 130) from None
+        except KeyboardInterrupt:
+            raise fail(f"interrupted before the first round: nothing was kept in {cfg.out_dir}", 130) from None
         except SpadeError as exc:
             raise fail(str(exc), 1) from None
         from ..selfplay.report import compare_table, plain_summary

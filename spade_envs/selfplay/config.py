@@ -34,6 +34,13 @@ from typing import Any
 from ..errors import SpadeError
 
 
+#: settings that ARE ``trl.GRPOConfig`` fields of the same name and meaning, forwarded by
+#: name (``grpo.grpo_args``); any other GRPOConfig field goes in ``SelfPlayConfig.trl``
+GRPO_FIELDS = ("learning_rate", "beta", "epsilon", "epsilon_high", "loss_type", "scale_rewards", "max_grad_norm",
+               "weight_decay", "temperature", "gradient_checkpointing", "seed", "use_vllm", "vllm_mode",
+               "vllm_server_base_url", "vllm_gpu_memory_utilization", "vllm_importance_sampling_mode")
+
+
 class SelfPlayConfigError(SpadeError):
     """A self-play configuration is malformed (unknown key, bad value, unreadable file)."""
 
@@ -54,7 +61,7 @@ class SelfPlayConfig:
 
     # -- model ----------------------------------------------------------------------------
     model: str = "tiny-random"  #: ``default``, ``tiny-random`` or a local checkpoint folder
-    dtype: str = "float32"  #: training dtype (``bfloat16`` on GPU presets)
+    dtype: str = "float32"  #: compute dtype; ``bfloat16`` = bf16 autocast over float32 master weights (mixed precision)
     device: str | None = None  #: None: cuda when available, else cpu
     use_vllm: bool = False  #: generate with vLLM (TRL's ``use_vllm``)
     vllm_mode: str = "colocate"  #: ``colocate`` (same GPU) or ``server`` (``trl vllm-serve``)
@@ -63,6 +70,7 @@ class SelfPlayConfig:
     vllm_max_model_length: int | None = None  #: vLLM context (None: max of max_context and designer prompt + completion)
     vllm_importance_sampling_mode: str = "token_truncate"  #: TRL's IS correction (token level: long designer programs)
     gradient_checkpointing: bool = False
+    zero_stage: int = 0  #: 3: launched with accelerate/zero3.yaml (weights, gradients, Adam partitioned; --plan uses it)
     micro_batch_size: int = 8  #: rows per forward/backward per device; a step accumulates gradients over the rest
     max_context: int = 4096  #: token budget of one agent episode (the rollout stops when it is full)
     designer_prompt_tokens: int = 2048  #: token budget of a designer prompt (with memory examples)
@@ -77,6 +85,8 @@ class SelfPlayConfig:
     max_grad_norm: float = 1.0
     weight_decay: float = 0.0
     temperature: float = 0.6  #: sampling temperature of both roles
+    filter_zero_std: bool = True  #: groups whose rewards are all equal train nothing (SPADE's check_reward_nonzero_std)
+    trl: dict[str, Any] = field(default_factory=dict)  #: any other ``trl.GRPOConfig`` field, passed as is (e.g. adam_beta2)
 
     # -- agent role -------------------------------------------------------------------------
     agent_group_size: int = 2  #: plain plays per environment per round = GRPO group (``n``)
@@ -155,6 +165,15 @@ class SelfPlayConfig:
             raise SelfPlayConfigError(f"scale_rewards must be group, batch or none, got {self.scale_rewards!r}")
         if self.envs_per_round < 0 or self.designer_prompts < 0:
             raise SelfPlayConfigError("envs_per_round and designer_prompts must be >= 0")
+        if self.zero_stage not in (0, 3):
+            raise SelfPlayConfigError(f"zero_stage must be 0 (one GPU or DDP) or 3 (DeepSpeed ZeRO-3), got {self.zero_stage}")
+        if self.dtype not in ("float32", "bfloat16"):
+            raise SelfPlayConfigError(f"dtype must be float32 or bfloat16 (bf16 autocast), got {self.dtype!r}")
+        if not isinstance(self.trl, dict):
+            raise SelfPlayConfigError("trl must be a mapping of trl.GRPOConfig field names to values")
+        clash = sorted(set(self.trl) & set(GRPO_FIELDS))
+        if clash:
+            raise SelfPlayConfigError(f"trl: set {', '.join(clash)} as self-play settings, not under trl")
         if self.vllm_mode not in ("colocate", "server"):
             raise SelfPlayConfigError(f"vllm_mode must be colocate or server, got {self.vllm_mode!r}")
         if self.reward_mode not in ("regret", "blend", "solve_rate"):
@@ -211,7 +230,7 @@ def _coerce(name: str, value: Any) -> Any:
             return float(value)
         if value.lower() in ("null", "none"):
             return None
-        if kind.startswith("list") or "list" in kind:
+        if "list" in kind or "dict" in kind:
             return json.loads(value)
     except ValueError:
         raise SelfPlayConfigError(f"{name} expects {kind}, got {value!r}") from None
@@ -227,18 +246,32 @@ _SPADE_RECIPE = dict(
 )
 
 #: SPADE's released recipe (spade-rl/spade cmd/tool_use/train_spade_4b.sh, spare/core/utils/
-#: delayed_env_rewards.py and rewards.py). Where this preset differs from it: the designer
-#: is still trained in GRPO groups of ``designer_group_size`` >= 2 (SPADE samples one
-#: environment per prompt and uses only the per-skill centring as baseline), the agent's
-#: group is the plays of one environment with one seed, and rollouts run through TRL/vLLM
-#: instead of slime/sglang (same clip, KL, lr, temperatures, turns and token budgets).
+#: delayed_env_rewards.py and rewards.py): 16 environments per rollout x 16 plays, 4 hinted
+#: plays per environment, regeneration every 32 rollouts, delayed designer rewards centred
+#: per skill, invalid 0, step timeout -0.5, no std division (--disable-grpo-std-normalization),
+#: groups of equal rewards dropped (check_reward_nonzero_std), KL 0.005, clip 0.2/0.28, Adam
+#: lr 1e-6, beta2 0.98, weight decay 0.1, temperature 0.6, 25 turns, 8192/16384/32768 tokens.
+#: Where this preset still differs from it:
+#:
+#: - the designer is trained in GRPO groups of ``designer_group_size`` >= 2 (SPADE samples
+#:   one environment per prompt; its baseline is the per-skill centring alone);
+#: - designer rows get an optimizer step of their own, normalised over their own tokens,
+#:   instead of being mixed into the agent's batch; so SPADE's designer reward scale
+#:   ``min(50, agent/designer rows x regen)``, which offsets that mixing, is 1 here;
+#: - the KL term is TRL's k3 estimator (SPADE: low_var_kl, the same k3 clipped to [-10, 10]);
+#: - rollouts run through TRL + vLLM on this trainer's ranks (DeepSpeed ZeRO-3 over one
+#:   8-GPU node, micro-batches of one 32k row) instead of slime/Megatron (TP 2, CP 2,
+#:   8192 tokens per GPU) with sglang, and TRL's token-level importance-sampling
+#:   correction stands in for slime's TIS;
+#: - SPADE's rollout temperature flag (0.7) is not used by its own actor (0.6): 0.6 here.
 SPADE = dict(
-    _SPADE_RECIPE, rounds=500, agent_group_size=16, hint_plays=16, hint_once=True, play_window=32,
+    _SPADE_RECIPE, rounds=500, agent_group_size=16, hint_plays=4, hint_once=True, play_window=32,
     designer_every=32, register_every=32, envs_per_round=16, designer_prompts=8, designer_group_size=2,
     beta=0.005, weight_decay=0.1, scale_rewards="none", designer_center="skill", designer_reward_scale=None,
     invalid_penalty=0.0, step_timeout_penalty=-0.5, failed_play_reward=-1.0, unterminated_reward=0.0,
     agent_max_new_tokens=8192, designer_max_new_tokens=16384, max_context=32768, designer_prompt_tokens=8192,
-    model="Qwen3-4B", vllm_gpu_memory_utilization=0.35, params_share=0.0,
+    model="Qwen3-4B", vllm_gpu_memory_utilization=0.3, params_share=0.0, zero_stage=3, micro_batch_size=1,
+    filter_zero_std=True, trl={"adam_beta2": 0.98},
 )
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -266,12 +299,16 @@ PRESETS: dict[str, dict[str, Any]] = {
                      learning_rate=1e-3, agent_group_size=4, hint_plays=2, envs_per_round=4,
                      agent_max_new_tokens=64, designer_max_new_tokens=256, designer_group_size=4,
                      designer_prompts=2, max_turns=4, micro_batch_size=8, max_context=2048, params_share=0.5),
+    # layouts checked by `spade selfplay --plan` (fp32 masters + AdamW: 16 B per parameter):
+    # gpu-4b: ONE H200, vLLM colocated; gpu-8b: one 8-GPU node, ZeRO-3 (zero3.yaml with
+    # num_processes 8), vLLM colocated; gpu-30b: 8 training GPUs with ZeRO-3 plus a
+    # `trl vllm-serve` on other GPUs (server mode)
     "gpu-4b": dict(_SPADE_RECIPE, model="Qwen3-4B", envs_per_round=32, designer_prompts=16,
-                   vllm_gpu_memory_utilization=0.35, rounds=200),
+                   vllm_gpu_memory_utilization=0.25, rounds=200, micro_batch_size=1, max_context=8192),
     "gpu-8b": dict(_SPADE_RECIPE, model="Qwen3-8B", envs_per_round=32, designer_prompts=16,
-                   vllm_gpu_memory_utilization=0.3, rounds=200, micro_batch_size=2),
+                   vllm_gpu_memory_utilization=0.3, rounds=200, micro_batch_size=1, max_context=8192, zero_stage=3),
     "gpu-30b": dict(_SPADE_RECIPE, model="Qwen3-30B-A3B", envs_per_round=64, designer_prompts=32,
-                    vllm_mode="server", rounds=200, micro_batch_size=1),
+                    vllm_mode="server", rounds=200, micro_batch_size=1, max_context=8192, zero_stage=3),
     "spade": SPADE,
 }
 

@@ -197,23 +197,41 @@ class SelfPlayDesigner:
         return out
 
     def _accept(self, props: list[Proposal]) -> None:
+        """Acceptance of ``props`` (in order: a later candidate must differ from an earlier
+        accepted one). Verdicts depend on sandbox deadlines, so with several processes the
+        main process judges and broadcasts; every rank then records the same verdicts and
+        adds the same accepted programs to its novelty index."""
+        from . import dist
+
+        cfg = self.config
+        index = self.memory.novelty_index() if cfg.novelty_check else None
+        acc = getattr(self.backend, "acc", None)
+        verdicts = dist.on_main(acc, lambda: self._judge(props, index))
+        for prop, (novelty, stages, rejected_at) in zip(props, verdicts):
+            prop.novelty, prop.verdicts, prop.rejected_at = novelty, stages, rejected_at
+            if rejected_at is None and index is not None and not dist.is_main(acc):
+                index.add(prop.cid, prop.source)  # the main process added it while judging
+
+    def _judge(self, props: list[Proposal], index: Any) -> list[tuple[float | None, list[dict], str | None]]:
         from ..designer.acceptance import AcceptanceConfig, AcceptancePipeline
 
         cfg = self.config
-        novelty = self.memory.novelty_check if cfg.novelty_check else None
-        pipeline = AcceptancePipeline(AcceptanceConfig(seeds=tuple(cfg.acceptance_seeds), novelty_check=novelty),
+        novelty_check = self.memory.novelty_check if cfg.novelty_check else None
+        pipeline = AcceptancePipeline(AcceptanceConfig(seeds=tuple(cfg.acceptance_seeds), novelty_check=novelty_check),
                                       runtime=self.runtime)
-        index = self.memory.novelty_index() if cfg.novelty_check else None
+        out = []
         for prop in props:
+            novelty = None
             if index is not None and len(index):
                 _, code_sim, text_sim = index.nearest(prop.source)
-                prop.novelty = 1.0 - max(code_sim, text_sim)
+                novelty = 1.0 - max(code_sim, text_sim)
             report = pipeline.run(prop.source, filename=f"{prop.cid}.py")
-            prop.verdicts = [{"name": "extract", "ok": True, "detail": "code found"}] + \
+            stages = [{"name": "extract", "ok": True, "detail": "code found"}] + \
                 [{"name": s.name, "ok": s.ok, "detail": s.detail} for s in report.stages]
-            prop.rejected_at = None if report.accepted else report.rejected_at
+            out.append((novelty, stages, None if report.accepted else report.rejected_at))
             if report.accepted and index is not None:
                 index.add(prop.cid, prop.source)  # later candidates must differ from it too
+        return out
 
     def hinted_source(self, source: str, backend: Any = None) -> tuple[str, str]:
         """``(source to play hinted, hint origin)`` via ``designer.hints.resolve_hint``."""

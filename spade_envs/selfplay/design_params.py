@@ -50,6 +50,11 @@ def propose_params(trainer: Any, round_no: int, n_prompts: int) -> list[Proposal
                            max_new_tokens=PARAMS_MAX_NEW_TOKENS, temperature=cfg.temperature,
                            acceptance=AcceptanceConfig(seeds=tuple(cfg.acceptance_seeds)),
                            runtime=trainer.designer.runtime, round_no=round_no)
+    # acceptance ran under sandbox deadlines on every rank: the main process's verdicts win,
+    # so every rank registers the same variants (each registration is a collective)
+    from . import dist
+
+    raw = dist.from_main(trainer.acc, raw)
     skills = {str(r.env_id): r.skill for r in seed_records()}
     out: list[Proposal] = []
     for v in raw:

@@ -3,8 +3,14 @@ run registry/checkpoint writes on the main process only and share their result.
 
 With one process every helper is a plain call. Every rank runs the same orchestration
 with the same ``random.Random`` state; only generation work is split (each rank plays
-or generates its contiguous slice and the results are gathered in order), so all ranks
-keep identical replay buffers and ledgers without further messages.
+or generates its contiguous slice and the results are gathered in order). Anything
+decided by wall clock or by a sandbox deadline (acceptance verdicts, hint resolution,
+the ``--time-budget`` stop) could differ between ranks: it is decided on the main
+process and broadcast (:func:`on_main`, :func:`from_main`), so all ranks keep identical
+replay buffers and ledgers and reach the same collectives in the same order.
+
+Rule for collectives: every helper here is called by EVERY rank at the same point of
+the program; ``map_sharded`` calls ``fn`` on every rank, also with an empty slice.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ def map_sharded(acc: Any, items: Sequence[Any], fn: Callable[[list[Any]], list[T
     from accelerate.utils import gather_object
 
     start, end = slice_for(len(items), size, rank)
-    local = fn(list(items[start:end])) if end > start else []
+    local = fn(list(items[start:end]))  # also when empty: fn may itself be a collective
     parts = gather_object([local])
     return [x for part in parts for x in part]
 
@@ -64,6 +70,18 @@ def on_main(acc: Any, fn: Callable[[], T]) -> T:
     from accelerate.utils import broadcast_object_list
 
     box = [fn() if is_main(acc) else None]
+    broadcast_object_list(box, from_process=0)
+    return box[0]
+
+
+def from_main(acc: Any, value: T) -> T:
+    """The main process's ``value`` on every rank (its decision wins)."""
+    size, _ = world(acc)
+    if size == 1:
+        return value
+    from accelerate.utils import broadcast_object_list
+
+    box = [value if is_main(acc) else None]
     broadcast_object_list(box, from_process=0)
     return box[0]
 

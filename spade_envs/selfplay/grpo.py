@@ -1,12 +1,29 @@
 """Building TRL's ``GRPOTrainer`` for self-play (one model, both roles).
 
-The trainer gets the self-play ``rollout_func`` later (it needs the trainer's own vLLM
-engine to exist first); ``reward_funcs`` is :func:`~.rollout.reward_from_rollout`, which
-reads the ``reward`` field the rollout returned. No dataset is iterated: the loop feeds
-rows through :mod:`.trl_bridge`, so ``train_dataset`` is a placeholder.
+The trainer is :class:`~.trl_bridge.SelfPlayGRPOTrainer`, a ``GRPOTrainer`` subclass; it
+gets the self-play ``rollout_func`` later (it needs the trainer's own vLLM engine to exist
+first); ``reward_funcs`` is :func:`~.rollout.reward_from_rollout`, which reads the
+``reward`` field the rollout returned. No dataset is iterated: the loop feeds rows
+through :func:`~.trl_bridge.grpo_step`, so ``train_dataset`` is a placeholder.
+
+Order matters on several processes and GPUs, as accelerate and transformers document:
+
+1. the ``GRPOConfig`` is built FIRST: it creates accelerate's ``PartialState`` (which
+   reads ``LOCAL_RANK`` and makes ``cuda:<local rank>`` the current device) and, under
+   ``accelerate launch`` with a DeepSpeed config, registers the ZeRO-3 config so that
+   ``from_pretrained`` partitions the weights while loading (``zero3_init_flag``);
+2. the model is loaded onto ``args.device`` (this rank's GPU; never plain ``"cuda"``,
+   which is GPU 0 on every rank), always in float32: these are the master weights the
+   optimizer updates. ``dtype="bfloat16"`` means bf16 *compute*: ``GRPOConfig(bf16=True)``
+   makes accelerate run every forward under bf16 autocast (mixed precision), so AdamW's
+   steps of ~1e-6 are not rounded away as they are on bf16 weights;
+3. model and optimizer go through ``accelerator.prepare`` on every run (one process too:
+   that is where accelerate installs the autocast forward; several: DDP, or the DeepSpeed
+   engine).
 
 GPU: ``use_vllm=True`` with ``vllm_mode="colocate"`` makes TRL start a ``vllm.LLM`` on the
-training GPU; ``vllm_mode="server"`` talks to ``trl vllm-serve --model PATH`` at
+training GPU (its weights bf16, pushed from the fp32 masters after every step);
+``vllm_mode="server"`` talks to ``trl vllm-serve --model PATH`` at
 ``vllm_server_base_url`` (run it on other GPUs). Multi-GPU training is launched with
 ``accelerate launch --config_file spade_envs/selfplay/accelerate/<file>.yaml``.
 """
@@ -17,7 +34,7 @@ import os
 import random
 from typing import Any
 
-from .config import SelfPlayConfig
+from .config import GRPO_FIELDS, SelfPlayConfig
 from .rollout import reward_from_rollout
 
 
@@ -47,55 +64,85 @@ def max_rows(config: SelfPlayConfig) -> int:
     return max(1, agent, designer)
 
 
-def build_trainer(config: SelfPlayConfig) -> Any:
-    """A ``GRPOTrainer`` over ``config.model`` with an optimizer, ready for
-    :func:`~.trl_bridge.grpo_step`. Rows per forward/backward: ``micro_batch_size``;
-    vLLM is sized for the longest sequence (:func:`context_length`) and the most
-    concurrent rows (:func:`max_rows`)."""
-    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+def cuda_wanted(config: SelfPlayConfig) -> bool:
     import torch
-    from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
 
-    from ..agents.models import load_model
-    from . import trl_bridge
+    return torch.cuda.is_available() and config.device != "cpu"
 
-    cuda = torch.cuda.is_available() and config.device != "cpu"
-    model, tokenizer = load_model(config.model, device=config.device or ("cuda" if cuda else "cpu"), dtype=config.dtype)
-    if tokenizer.pad_token_id is None:
-        tokenizer.pad_token = tokenizer.eos_token
+
+def grpo_args(config: SelfPlayConfig) -> Any:
+    """The ``GRPOConfig`` of a run: the fields of :data:`~.config.GRPO_FIELDS` forwarded by
+    name, ``config.trl`` (any other ``GRPOConfig`` field), and the shapes self-play needs."""
+    from trl import GRPOConfig
+
+    cuda = cuda_wanted(config)
     micro = int(config.micro_batch_size)
     spg = max(1, -(-max_rows(config) // micro))  # TRL sizes vLLM's max_num_seqs = micro * spg
     while (micro * spg) % config.agent_group_size:  # TRL: the generation batch holds whole groups
         spg += 1
-    args = GRPOConfig(
-        output_dir=os.path.join(config.out_dir, "trl"),
-        learning_rate=config.learning_rate, beta=config.beta, epsilon=config.epsilon,
-        epsilon_high=config.epsilon_high, loss_type=config.loss_type, scale_rewards=config.scale_rewards,
-        temperature=config.temperature, max_grad_norm=config.max_grad_norm, weight_decay=config.weight_decay,
-        num_generations=config.agent_group_size, per_device_train_batch_size=micro,
-        gradient_accumulation_steps=spg, steps_per_generation=spg, num_iterations=1,
-        max_completion_length=max(config.designer_max_new_tokens, config.max_context),
-        gradient_checkpointing=config.gradient_checkpointing, report_to=[], save_strategy="no",
-        logging_steps=1, use_cpu=not cuda, bf16=cuda and config.dtype == "bfloat16",
-        use_vllm=config.use_vllm, vllm_mode=config.vllm_mode, vllm_server_base_url=config.vllm_server_base_url,
-        vllm_gpu_memory_utilization=config.vllm_gpu_memory_utilization,
+    shapes = dict(
+        output_dir=os.path.join(config.out_dir, "trl"), num_generations=config.agent_group_size,
+        per_device_train_batch_size=micro, gradient_accumulation_steps=spg, steps_per_generation=spg,
+        num_iterations=1, max_completion_length=max(config.designer_max_new_tokens, config.max_context),
+        report_to=[], save_strategy="no", logging_steps=1, use_cpu=not cuda,
+        bf16=config.dtype == "bfloat16",  # mixed precision: fp32 master weights, bf16 autocast
         vllm_max_model_length=config.vllm_max_model_length or context_length(config),
-        vllm_importance_sampling_mode=config.vllm_importance_sampling_mode,
-        seed=config.seed, mask_truncated_completions=False,
+        mask_truncated_completions=False,
     )
-    trainer = GRPOTrainer(model=model, reward_funcs=[reward_from_rollout], args=args,
-                          train_dataset=Dataset.from_list([{"prompt": "{}"}] * config.agent_group_size),
-                          processing_class=tokenizer, rollout_func=_placeholder_rollout)
+    return GRPOConfig(**{**shapes, **{k: getattr(config, k) for k in GRPO_FIELDS}, **dict(config.trl or {})})
+
+
+def load_policy(config: SelfPlayConfig, device: Any) -> tuple[Any, Any]:
+    """``(model, tokenizer)``: float32 master weights on ``device`` (this rank's), or
+    partitioned by DeepSpeed ZeRO-3 while loading when it is enabled."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.integrations import is_deepspeed_zero3_enabled
+
+    from ..errors import AgentError
+    from ..agents.models import model_path
+
+    folder = model_path(config.model)
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    try:
+        model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32)
+    except (OSError, ValueError) as exc:
+        raise AgentError(f"cannot load model from {folder}: {exc}") from None
+    if not is_deepspeed_zero3_enabled():  # ZeRO-3 placed the shards itself
+        model.to(device)
+    return model, tokenizer
+
+
+def build_trainer(config: SelfPlayConfig) -> Any:
+    """A :class:`~.trl_bridge.SelfPlayGRPOTrainer` over ``config.model`` with a prepared
+    model and optimizer, ready for :func:`~.trl_bridge.grpo_step` (see the module docstring).
+    Rows per forward/backward: ``micro_batch_size``; vLLM is sized for the longest sequence
+    (:func:`context_length`) and the most concurrent rows (:func:`max_rows`)."""
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    from datasets import Dataset
+
+    from .trl_bridge import SelfPlayGRPOTrainer
+
+    args = grpo_args(config)  # first: sets this rank's device (PartialState) and ZeRO-3 loading
+    model, tokenizer = load_policy(config, args.device)
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    trainer = SelfPlayGRPOTrainer(model=model, reward_funcs=[reward_from_rollout], args=args,
+                                  train_dataset=Dataset.from_list([{"prompt": "{}"}] * config.agent_group_size),
+                                  processing_class=tokenizer, rollout_func=_placeholder_rollout,
+                                  prefix_sliding=config.prefix_sliding, filter_zero_std=config.filter_zero_std)
     if config.gradient_checkpointing:  # Trainer enables it only inside train(), which self-play never calls
         trainer.model.gradient_checkpointing_enable(
             gradient_checkpointing_kwargs=dict(args.gradient_checkpointing_kwargs or {}) or None)
     trainer.create_optimizer()
-    if trainer.accelerator.num_processes > 1:  # DDP/FSDP: the wrapped model syncs gradients
-        trainer.model_wrapped, trainer.optimizer = trainer.accelerator.prepare(trainer.model, trainer.optimizer)
-    trl_bridge.install_behaviour_logps(trainer)
-    if config.prefix_sliding:
-        trl_bridge.install_prefix_sliding(trainer, config.prefix_sliding)
+    # as Trainer.train() does: the accelerator wraps the model (autocast forward for mixed
+    # precision; DDP or the DeepSpeed engine with several processes) and the optimizer
+    wrapped, trainer.optimizer = trainer.accelerator.prepare(trainer.model, trainer.optimizer)
+    trainer.model_wrapped = wrapped
+    if trainer.is_deepspeed_enabled:
+        trainer.deepspeed = wrapped
+    if config.use_vllm:  # vLLM loaded the same weights from disk: in sync at step 0
+        trainer._last_loaded_step = trainer.state.global_step
     return trainer
 
 

@@ -6,7 +6,12 @@ stored designer completions, pending registrations, round and step counters; the
 is the registry itself), runs the remaining rounds, and returns a summary. Resume is exact
 (same metrics, same next batch as an uninterrupted run) when the registry store is in the
 state the checkpoint saw; if its generation moved on since, the summary says so
-(``resume_note``).
+(``resume_note``). ``resume`` without any checkpoint yet (a run stopped in its first
+round) starts from round 0 and says so.
+
+A checkpoint is written after every ``checkpoint_every`` rounds (1: every round). Ctrl-C
+(``KeyboardInterrupt``) ends the run between two writes: :class:`SelfPlayInterrupted`
+then names the last checkpoint and the metrics file, and ``--resume`` continues from it.
 """
 
 from __future__ import annotations
@@ -16,9 +21,21 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from ..errors import SpadeError
 from . import checkpoint
 from .config import SelfPlayConfig
 from .metrics import MetricsLogger
+
+
+class SelfPlayInterrupted(SpadeError):
+    """The run was interrupted (Ctrl-C); ``checkpoint``/``metrics`` say what was kept."""
+
+    def __init__(self, out_dir: Path, ckpt: Path | None, metrics: Path) -> None:
+        self.out_dir, self.checkpoint, self.metrics = out_dir, ckpt, metrics
+        where = (f"last checkpoint {ckpt} (after round {int(ckpt.name.split('-')[-1])})" if ckpt is not None
+                 else "no checkpoint yet (interrupted in the first round)")
+        super().__init__(f"interrupted: {where}; metrics so far in {metrics}; "
+                         f"continue with the same command plus --resume (--out {out_dir})")
 
 
 def run(config: SelfPlayConfig, *, resume: bool = False, registry: Any = None, designer_backend: Any = None,
@@ -42,14 +59,18 @@ def run(config: SelfPlayConfig, *, resume: bool = False, registry: Any = None, d
     main = dist.is_main(trainer.acc)
     logger = MetricsLogger(out, tensorboard=config.tensorboard and main, write=main)
     note = None
-    if resume:
-        ck = checkpoint.latest(out)
-        if ck is None:
-            raise checkpoint.CheckpointError(f"--resume: no checkpoint under {out / 'checkpoints'}")
+    ck = checkpoint.latest(out) if resume else None
+    if resume and ck is None:
+        note = f"--resume: no checkpoint under {out / 'checkpoints'} yet: started from round 0"
+        logger.truncate(-1)
+    elif resume:
+        from .trl_bridge import sync_generation_weights
+
         state = checkpoint.load_state(ck)
-        checkpoint.load_into(ck, model=trainer.grpo.accelerator.unwrap_model(trainer.model),
-                             optimizer=trainer.grpo.optimizer, rng=trainer.rng)
+        checkpoint.load_into(ck, model=trainer.grpo.model_wrapped, optimizer=trainer.grpo.optimizer,
+                             rng=trainer.rng, accelerator=trainer.acc)
         trainer.load_state_dict(state)
+        sync_generation_weights(trainer.grpo)  # vLLM still holds the weights it loaded from disk
         logger.truncate(int(state["round"]))
         if trainer.registry.next_generation() != state["registry_next_generation"]:
             note = (f"the registry moved on since the checkpoint (next generation "
@@ -65,7 +86,9 @@ def run(config: SelfPlayConfig, *, resume: bool = False, registry: Any = None, d
     try:
         while trainer.round < config.rounds:
             spent = time.perf_counter() - t0
-            if time_budget_s is not None and rows and spent + spent / len(rows) > time_budget_s:
+            # wall clock differs per rank: the main process decides for all
+            if dist.from_main(trainer.acc, time_budget_s is not None and bool(rows)
+                              and spent + spent / len(rows) > time_budget_s):
                 stopped = True  # another round of the mean length so far would overrun the budget
                 break
             row = trainer.run_round()
@@ -74,13 +97,16 @@ def run(config: SelfPlayConfig, *, resume: bool = False, registry: Any = None, d
             if config.plot and main:
                 logger.plot()
             done = trainer.round
-            out_of_time = time_budget_s is not None and time.perf_counter() - t0 >= time_budget_s
-            if main and (done % config.checkpoint_every == 0 or done == config.rounds or out_of_time):
-                checkpoint.save(out, done - 1, model=trainer.grpo.accelerator.unwrap_model(trainer.model),
-                                tokenizer=trainer.tokenizer, optimizer=trainer.grpo.optimizer, rng=trainer.rng,
-                                state=trainer.state_dict(), keep=config.keep_checkpoints)
+            out_of_time = dist.from_main(trainer.acc, time_budget_s is not None
+                                         and time.perf_counter() - t0 >= time_budget_s)
+            if done % config.checkpoint_every == 0 or done == config.rounds or out_of_time:
+                checkpoint.save(out, done - 1, model=trainer.grpo.model_wrapped, tokenizer=trainer.tokenizer,
+                                optimizer=trainer.grpo.optimizer, rng=trainer.rng, state=trainer.state_dict(),
+                                keep=config.keep_checkpoints, accelerator=trainer.acc)  # every rank
             if on_round is not None:
                 on_round(row)
+    except KeyboardInterrupt:
+        raise SelfPlayInterrupted(out, checkpoint.latest(out), logger.path) from None
     finally:
         logger.close()
         try:

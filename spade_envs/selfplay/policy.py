@@ -23,9 +23,14 @@ class _SyncMixin:
     trainer: Any
 
     def _sync(self) -> None:
+        """Weights are pushed at fixed points (``trl_bridge.sync_generation_weights``); a
+        single process may still catch up lazily, several must never (a collective)."""
         tr = self.trainer
         step = tr.state.global_step
         if getattr(tr, "_last_loaded_step", None) != step:
+            if getattr(getattr(tr, "accelerator", None), "num_processes", 1) > 1:
+                raise RuntimeError("vLLM weights out of date on one rank: push them on every rank "
+                                   "(trl_bridge.sync_generation_weights) after each optimizer step")
             tr.vllm_generation.sync_weights()
             tr._last_loaded_step = step
 
@@ -139,8 +144,13 @@ class TrainerVLLMServerBackend(_SyncMixin, Backend):
 
     The server applies ONE set of sampling parameters to a request, so identical prompts
     (the rows of a group at their first turn) are sent once with ``n`` = their count:
-    vLLM samples the ``n`` children independently (child seeds differ). Only the main
-    process holds the client: other ranks send their prompts to it and get their rows back.
+    vLLM samples the ``n`` children independently (child seeds differ).
+
+    Every rank has its own client (the main process TRL's, which also owns the weight
+    communicator; the others a plain HTTP ``VLLMClient``): generation is never a
+    collective, so ranks whose episodes need different numbers of turns cannot deadlock.
+    Weights are pushed at fixed points on every rank (``trl_bridge.sync_generation_weights``
+    after each optimizer step, followed by a barrier), so no rank samples from stale weights.
     """
 
     token_level = True
@@ -148,6 +158,13 @@ class TrainerVLLMServerBackend(_SyncMixin, Backend):
     def __init__(self, trainer: Any, *, name: str, max_model_len: int | None = None, client: Any = None) -> None:
         self.trainer = trainer
         self.client = client if client is not None else getattr(trainer.vllm_generation, "vllm_client", None)
+        if self.client is None:  # not the main process: a client of our own, HTTP only
+            from trl.generation.vllm_client import VLLMClient
+
+            args = trainer.args
+            self.client = VLLMClient(base_url=args.vllm_server_base_url or
+                                     f"http://{args.vllm_server_host}:{args.vllm_server_port}",
+                                     connection_timeout=args.vllm_server_timeout)
         self.tokenizer = trainer.processing_class
         self.name = f"vllm-server:{name}"
         self.max_positions = int(max_model_len or 4096)
@@ -179,19 +196,13 @@ class TrainerVLLMServerBackend(_SyncMixin, Backend):
     def generate(self, prompts: list[list[int]], *, max_new_tokens: int = 256, temperature: float = 0.6,
                  seed: int | None = None) -> list[Generation]:
         self._sync()
-        acc = getattr(self.trainer, "accelerator", None)
         prompts = [list(p) for p in prompts]
-        if acc is not None and acc.num_processes > 1:
-            from accelerate.utils import broadcast_object_list, gather_object
-
-            everyone = gather_object([prompts])
-            results = [self._serve([p for part in everyone for p in part], max_new_tokens, temperature, seed)
-                       if acc.is_main_process else None]
-            broadcast_object_list(results, from_process=0)
-            start = sum(len(part) for part in everyone[:acc.process_index])
-            rows = results[0][start:start + len(prompts)]
-        else:
-            rows = self._serve(prompts, max_new_tokens, temperature, seed)
+        if not prompts:
+            return []
+        rank = getattr(getattr(self.trainer, "accelerator", None), "process_index", 0)
+        if seed is not None:  # ranks must not repeat each other's samples
+            seed = (int(seed) + rank * 1_000_003) % 2**31
+        rows = self._serve(prompts, max_new_tokens, temperature, seed)
         return [_pack(self.tokenizer, self.stop_ids, p, ids, lps) for p, (ids, lps) in zip(prompts, rows)]
 
     def chat(self, conversations: list[list[dict]], *, tools: list[list[dict]] | None = None, **kw: Any) -> list[Generation]:

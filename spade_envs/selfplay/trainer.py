@@ -14,15 +14,24 @@ from :mod:`.trl_bridge`. Each round ``r``:
    weights when the backend reported none) for the delayed, off-policy designer step;
 2. pick at most ``envs_per_round`` environments: those whose candidates still wait for
    plays (oldest first), then replay samples (priority = recent regret);
-3. hinted plays (``hint_plays`` each; with ``hint_once`` only the first time an
-   environment is played; none for an environment without a usable hint);
-4. agent GRPO step: ``agent_group_size`` plain plays per environment = one group;
+3. hinted plays (``hint_plays`` each, on the SAME episode seed as the plain plays; with
+   ``hint_once`` only the first time an environment is played; none for an environment
+   without a usable hint);
+4. agent GRPO step: ``agent_group_size`` plain plays per environment = one group; groups
+   whose returns are all equal train nothing (``filter_zero_std``);
 5. regret per environment (0 without a usable hint) -> replay priorities, the ledger
    and the registry's stored scores (from all actual plays so far); designer GRPO step
    on the groups whose rewards are all known, rewards centred/scaled by
-   :func:`~.rewards.finalize_rewards`;
+   :func:`~.rewards.finalize_rewards` (in a step of their own, normalised over their own
+   tokens: SPADE's ``min(50, agent/designer rows x regen)`` scale offsets the dilution of
+   designer rows mixed into the agent's batch, which does not happen here, so
+   ``designer_reward_scale=None`` means 1 — see :func:`designer_scale`);
 6. every ``register_every`` rounds pending programs/variants become ONE new registry
    generation (main process only); metrics; checkpoint.
+
+Several processes: every rank runs this same loop; generation is split across ranks and
+gathered (:mod:`.dist`); acceptance verdicts and hint resolution (sandbox deadlines) are
+decided on the main process and broadcast, so buffers and ledgers stay identical.
 """
 
 from __future__ import annotations
@@ -39,7 +48,7 @@ from .config import SelfPlayConfig
 from .design import Proposal, ScriptedSeedVariants, SelfPlayDesigner
 from .registration import Registrar
 from .replay_buffer import ReplayBuffer, ReplayEntry
-from .rewards import Candidate, DesignerLedger, finalize_rewards, is_step_timeout, spade_designer_scale
+from .rewards import Candidate, DesignerLedger, finalize_rewards, is_step_timeout
 from .rollout import SelfPlayRollout, StoredCompletion, agent_prompt, designer_prompt
 from .splits import is_heldout
 
@@ -49,6 +58,14 @@ MAX_KEPT_PLAYS = 256  #: plain/hinted returns kept per environment for its store
 
 def _mean(xs: list[float]) -> float | None:
     return fmean(xs) if xs else None
+
+
+def designer_scale(config: SelfPlayConfig) -> float:
+    """The factor on designer rewards: ``designer_reward_scale``, or with None (SPADE's
+    setting) 1: SPADE's ``min(50, agent/designer rows x regen)`` (:func:`~.rewards.spade_designer_scale`)
+    compensates designer rows being a small share of the agent's batch; here they are
+    trained in their own step, normalised over their own tokens, so there is nothing to offset."""
+    return 1.0 if config.designer_reward_scale is None else float(config.designer_reward_scale)
 
 
 def train_seed_entries(config: SelfPlayConfig) -> list[ReplayEntry]:
@@ -182,7 +199,9 @@ class SelfPlayTrainer:
             elif p.valid:
                 key = "src:" + hashlib.sha256(p.source.encode()).hexdigest()[:16]
                 if key not in self.buffer and not self.registrar.is_pending(key):
-                    hinted, origin = self.designer.hinted_source(p.source, hint_backend)
+                    # a sandbox deadline (and sampling) decide it: the main process's answer wins
+                    hinted, origin = dist.on_main(self.acc, lambda src=p.source: self.designer.hinted_source(
+                        src, hint_backend))
                     entry = ReplayEntry(key=key, source=p.source, skill=p.skill, added_round=r,
                                         hint_usable=origin != "none")
                     if self.buffer.add(entry, protected=protected):
@@ -244,8 +263,8 @@ class SelfPlayTrainer:
         cfg = self.config
         todo = [(e, s) for e, s in zip(plays, seeds)
                 if e.hint_usable and not (cfg.hint_once and e.key in self.hint_cache)]
-        tasks = [self.rollout.task_of(json.loads(self._task_prompt(e, s + 7919 * j, True)))
-                 for e, s in todo for j in range(cfg.hint_plays)]  # distinct seeds per hinted play
+        tasks = [self.rollout.task_of(json.loads(self._task_prompt(e, s, True)))
+                 for e, s in todo for _ in range(cfg.hint_plays)]  # the plain plays' episode seed
         self.agent.seed = self.rng.randrange(2**31) + 7919 * self.acc.process_index
         eps = dist.map_sharded(self.acc, tasks, self.rollout.play)
         out: dict[str, list[Any]] = {}
@@ -280,7 +299,8 @@ class SelfPlayTrainer:
             returns = [self.rollout.reward_of(ep) for ep in plain_eps]
             row.update(agent_loss=step["loss"], agent_advantages=step["advantages"],
                        agent_reward=_mean(returns), agent_micro_batches=step["micro_batches"],
-                       agent_grad_norm=step.get("grad_norm"), agent_clip_ratio=step.get("clip_ratio/region_mean"))
+                       agent_grad_norm=step.get("grad_norm"), agent_clip_ratio=step.get("clip_ratio/region_mean"),
+                       agent_rows_filtered=sum(dist.gather_rows(self.acc, [step.get("rows_filtered", 0)])))
             regrets, wins_plain, wins_hint = [], [], []
             for i, e in enumerate(plays):
                 eps = plain_eps[i * cfg.agent_group_size:(i + 1) * cfg.agent_group_size]
@@ -322,11 +342,7 @@ class SelfPlayTrainer:
         groups = self.ledger.ready_groups()
         if not groups:
             return {"designer_groups_trained": 0}
-        scale = cfg.designer_reward_scale
-        if scale is None:
-            scale = spade_designer_scale(cfg.envs_per_round * cfg.agent_group_size,
-                                         cfg.designer_prompts * cfg.designer_group_size, cfg.designer_every)
-        rewards = finalize_rewards(groups, center=cfg.designer_center, scale=scale)
+        rewards = finalize_rewards(groups, center=cfg.designer_center, scale=designer_scale(cfg))
         rows = []
         for c, rew in zip([c for g in groups for c in g], rewards):
             self.rollout.designer[c.cid].reward = rew

@@ -1,38 +1,39 @@
-"""The ONE module that touches TRL 1.16 internals (pinned by tests/test_selfplay_trl_pin.py).
+"""The ONE module that touches TRL 1.16 internals (pinned by tests/test_selfplay_trl_pin.py
+and tests/test_selfplay_dist_trl_pin.py).
 
 Self-play alternates two roles with different group sizes and a delayed designer
 reward, so it cannot hand its rows to ``GRPOTrainer.train()``'s dataloader. Everything
 else is TRL's: generation goes through the public ``rollout_func``, rewards through a
 reward function, advantages, clipping, loss types, vLLM weight sync and importance
-sampling are TRL's own code. What this module drives, and why:
+sampling are TRL's own code. TRL is extended the way it documents, by subclassing
+(:class:`SelfPlayGRPOTrainer`; ``_compute_loss`` documents advantages supplied by
+subclasses), never by patching an instance:
 
-- :func:`grpo_step` calls ``training_step`` ``k`` times for one optimizer step, like
-  TRL's own loop with ``steps_per_generation = gradient_accumulation_steps = k``: the
-  first call generates the whole batch (``_prepare_inputs`` -> ``rollout_func``) and
-  buffers it split into ``k`` micro-batches of at most ``micro_batch`` rows; later calls
-  take the next slice (``_buffered_inputs``). It sets ``num_generations`` (the group
-  size of this role), ``args.steps_per_generation`` and
-  ``current_gradient_accumulation_steps`` for the step, resets ``_step`` so generation
-  happens on the first call, passes the DDP-wrapped model (gradients all-reduced on the
-  last micro-batch only: ``accelerator.no_sync`` before), clips and steps the
-  optimizer, advances ``state.global_step`` (TRL re-syncs vLLM weights on it) and reads
-  ``_metrics``. ``num_items_in_batch`` is passed so transformers does not divide the
-  loss by the accumulation steps a second time: the micro-batched gradient then equals
-  the full-batch gradient (the pin test checks it).
-- :func:`install_behaviour_logps`: rows replayed later than they were sampled (the
-  designer's, several optimizer steps old) need the sampling-time logprobs as
-  ``old_per_token_logps`` so the clipped ratio is ``pi_now / pi_then``. TRL computes
-  them itself only with vLLM (then it uses the rollout's ``logprobs`` as
-  ``sampling_per_token_logps`` and applies its importance-sampling correction, which is
-  the same ratio); without vLLM it assumes on-policy rows. The wrapper of
-  ``_generate_and_score_completions`` copies ``sampling_per_token_logps`` into
-  ``old_per_token_logps`` when a step is marked ``behaviour=True``.
-- :func:`teacher_forced_logps` scores completions under the current weights with TRL's
-  ``_get_per_token_logps_and_entropies`` (temperature-scaled exactly as the loss) —
-  for completions whose backend reported no logprobs (a scripted designer).
-- :func:`install_prefix_sliding`: a forward pre-hook on the model that swaps TRL's 2-D
-  padding mask for the 4-D Prefix Sliding mask (and real-token positions) inside
-  ``_get_per_token_logps_and_entropies``; TRL keeps building labels from the 2-D mask.
+- ``_generate_and_score_completions`` (after TRL's own): rows marked ``spade_inert``
+  (copies that pad a step to whole groups per rank) and groups whose rewards are all
+  equal (SPADE's ``check_reward_nonzero_std``, ``filter_zero_std``) are taken out of the
+  loss: advantage 0 and a zero loss mask (``tool_mask``), and ``num_items_in_batch`` is
+  recounted, so they neither move the weights nor dilute the token normalisation; rows
+  of a ``behaviour`` step (the designer's, several optimizer steps old) get their
+  sampling-time logprobs as ``old_per_token_logps`` so the clipped ratio is
+  ``pi_now / pi_then`` (with vLLM, TRL's importance-sampling correction does this);
+- ``_get_per_token_logps_and_entropies``: with Prefix Sliding, a forward pre-hook swaps
+  TRL's 2-D padding mask for the 4-D Prefix Sliding mask (and real-token positions);
+  TRL keeps building labels from the 2-D mask.
+
+:func:`grpo_step` drives one optimizer step the way ``Trainer._inner_training_loop``
+does: ``training_step`` ``k`` times (the first call generates the whole batch through
+``_prepare_inputs`` -> ``rollout_func`` and buffers ``k`` micro-batches of at most
+``micro_batch`` rows: ``steps_per_generation = current_gradient_accumulation_steps = k``,
+``_step`` reset, ``_buffered_inputs`` read for the advantages), accelerate's
+``sync_gradients`` set on the last micro-batch only (``gradient_state._set_sync_gradients``,
+exactly as the Trainer does; DeepSpeed accumulates inside its engine and steps in the
+backward of that micro-batch, DDP all-reduces only there: ``no_sync`` before), then
+clipping and ``optimizer.step`` (no-ops under DeepSpeed, whose engine did both),
+``state.global_step`` advanced and the vLLM weights pushed on every rank at this one
+fixed point (:func:`sync_generation_weights`: a collective under ZeRO-3/FSDP).
+``num_items_in_batch`` is passed so transformers does not divide the loss by the
+accumulation steps a second time: the micro-batched gradient equals the full-batch one.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ from __future__ import annotations
 import contextlib
 from statistics import fmean
 from typing import Any, Sequence
+
+from trl import GRPOTrainer
 
 
 def split_count(n_rows: int, micro_batch: int, world: int = 1) -> int:
@@ -55,27 +58,115 @@ def split_count(n_rows: int, micro_batch: int, world: int = 1) -> int:
 
 
 def shard(rows: Sequence[Any], accelerator: Any) -> list[Any]:
-    """This rank's contiguous slice of ``rows`` (TRL gathers rewards across ranks in order,
-    so groups may straddle ranks)."""
+    """This rank's contiguous slice of ``rows`` (whole groups: see :func:`grpo_step`)."""
     world, rank = accelerator.num_processes, accelerator.process_index
     per = len(rows) // world
     return list(rows[rank * per:(rank + 1) * per])
 
 
+def kept_rows(rewards: Sequence[float], inert: Sequence[bool], group_size: int, filter_zero_std: bool) -> list[bool]:
+    """Which rows of consecutive groups train: not inert, and (with ``filter_zero_std``)
+    not in a group whose rewards are all equal."""
+    keep = [not x for x in inert]
+    if filter_zero_std and group_size > 1:
+        for start in range(0, len(rewards) - group_size + 1, group_size):
+            group = [float(r) for r in rewards[start:start + group_size]]
+            if max(group) - min(group) <= 1e-9:
+                keep[start:start + group_size] = [False] * group_size
+    return keep
+
+
+class SelfPlayGRPOTrainer(GRPOTrainer):
+    """``GRPOTrainer`` with the self-play hooks of the module docstring."""
+
+    def __init__(self, *args: Any, prefix_sliding: Sequence[Any] | None = None, filter_zero_std: bool = True,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.spade_behaviour = False  #: the current step replays rows sampled by an older policy
+        self.filter_zero_std = bool(filter_zero_std)
+        self.spade_rows_filtered = 0  #: rows taken out of the loss in the last generation batch (this rank)
+        self._sliding = tuple(prefix_sliding) if prefix_sliding else None
+        self._sliding_keep: int | None = None
+        if self._sliding:
+            self.accelerator.unwrap_model(self.model).register_forward_pre_hook(self._sliding_hook, with_kwargs=True)
+
+    # -- generation batch -------------------------------------------------------------------
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        import torch
+
+        out = super()._generate_and_score_completions(inputs)
+        if self.spade_behaviour and not self.use_vllm:
+            sampled = out.get("sampling_per_token_logps")
+            if sampled is not None:
+                out["old_per_token_logps"] = sampled.to(out["completion_ids"].device).float()
+        mask = out["completion_mask"]
+        keep = kept_rows([float(x.get("reward", 0.0)) for x in inputs], [bool(x.get("spade_inert")) for x in inputs],
+                         int(self.num_generations), self.filter_zero_std and self.model.training)
+        keep_t = torch.tensor(keep, dtype=mask.dtype, device=mask.device)
+        tool = out.get("tool_mask")
+        out["tool_mask"] = (tool if tool is not None else torch.ones_like(mask)) * keep_t.unsqueeze(1)
+        adv = out["advantages"]
+        out["advantages"] = adv * keep_t.to(adv.dtype).view(-1, *([1] * (adv.dim() - 1)))
+        # a collective at a fixed point: every rank recounts, whatever it filtered
+        out["num_items_in_batch"] = self.accelerator.gather((mask * out["tool_mask"]).sum()).sum()
+        self.spade_rows_filtered = len(keep) - sum(keep)
+        return out
+
+    # -- Prefix Sliding scoring ---------------------------------------------------------------
+    def _sliding_hook(self, module: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        import torch
+
+        from ..agents.prefix_sliding_mask import prefix_sliding_attention_mask
+
+        keep, mask = self._sliding_keep, kwargs.get("attention_mask")
+        if keep is None or mask is None or mask.dim() != 2:
+            return args, kwargs
+        prefix, window = self._sliding[0], int(self._sliding[1])
+        seq = mask.size(1)
+        plen = seq - keep if prefix is None else int(prefix)
+        dtype = next(module.parameters()).dtype
+        four_d = torch.cat([prefix_sliding_attention_mask(seq, plen, window, prefill_len=seq - keep,
+                                                          padding_mask=mask[i:i + 1], dtype=dtype)
+                            for i in range(mask.size(0))], dim=0)
+        return args, dict(kwargs, attention_mask=four_d, position_ids=(mask.long().cumsum(-1) - 1).clamp(min=0))
+
+    def _get_per_token_logps_and_entropies(self, model: Any, input_ids: Any, attention_mask: Any,
+                                           logits_to_keep: int, *args: Any, **kwargs: Any) -> Any:
+        self._sliding_keep = int(logits_to_keep) if self._sliding else None
+        try:
+            return super()._get_per_token_logps_and_entropies(model, input_ids, attention_mask, logits_to_keep,
+                                                              *args, **kwargs)
+        finally:
+            self._sliding_keep = None
+
+
+def sync_generation_weights(trainer: Any) -> None:
+    """Push the current weights to vLLM (colocated engine or server) on EVERY rank: under
+    ZeRO-3/FSDP gathering each parameter is a collective, so it happens only at fixed
+    points of the program (after each optimizer step, after loading a checkpoint), never
+    lazily inside generation, whose call count differs per rank."""
+    if not getattr(trainer, "use_vllm", False):
+        return
+    trainer.vllm_generation.sync_weights()
+    trainer._last_loaded_step = trainer.state.global_step
+    trainer.accelerator.wait_for_everyone()  # no rank generates before the server has the new weights
+
+
 def grpo_step(trainer: Any, rows: list[dict], group_size: int, *, micro_batch: int, max_grad_norm: float = 0.0,
               behaviour: bool = False) -> dict[str, Any]:
-    """One GRPO optimizer step over ``rows`` (ALL ranks' rows, group-major); see the module docstring.
-    Returns ``loss`` (summed over micro-batches), ``advantages`` (this rank's rows) and TRL's
-    logged metrics averaged."""
+    """One GRPO optimizer step over ``rows`` (ALL ranks' rows, group-major); see the module
+    docstring. Rows are padded with inert copies of the last group so that every rank holds
+    whole groups. Returns ``loss`` (summed over micro-batches), ``advantages`` (this rank's
+    rows), ``rows_filtered`` and TRL's logged metrics averaged."""
     import torch
+    from accelerate.utils import DistributedType
 
     tr, acc = trainer, trainer.accelerator
     if len(rows) % group_size:
         raise ValueError(f"{len(rows)} rows do not form groups of {group_size}")
     world = acc.num_processes
-    pad = (-len(rows)) % (group_size * world) if world > 1 else 0
-    rows = list(rows) + list(rows[-group_size:]) * (pad // group_size)  # whole groups per rank
-    rows = [dict(r) for r in rows]  # TRL writes rollout fields into each row: one dict per row
+    pad = (-len(rows)) % (group_size * world)
+    rows = [dict(r) for r in rows] + [dict(r, spade_inert=True) for r in rows[-group_size:]] * (pad // group_size)
     local = shard(rows, acc)
     k = split_count(len(rows), micro_batch, world)
     tr.num_generations = group_size
@@ -83,49 +174,40 @@ def grpo_step(trainer: Any, rows: list[dict], group_size: int, *, micro_batch: i
     tr.current_gradient_accumulation_steps = k
     tr._step = 0
     tr._buffered_inputs = None
-    tr._spade_behaviour = bool(behaviour)
-    model = tr.model_wrapped if world > 1 else tr.model
+    tr.spade_behaviour = bool(behaviour)
+    deepspeed = acc.distributed_type == DistributedType.DEEPSPEED
+    model = tr.model_wrapped
     model.train()
     total = 0.0
     marker = torch.tensor(1)
     try:
         for i in range(k):
-            sync = contextlib.nullcontext() if (i == k - 1 or world == 1) else acc.no_sync(model)
+            last = i == k - 1
+            acc.gradient_state._set_sync_gradients(last)  # as Trainer._inner_training_loop
+            sync = contextlib.nullcontext() if (last or deepspeed) else acc.no_sync(model)
             with sync:
                 total += float(tr.training_step(model, local, marker))
     finally:
-        tr._spade_behaviour = False
+        tr.spade_behaviour = False
+        acc.gradient_state._set_sync_gradients(True)
     grad_norm = None
-    if max_grad_norm:
-        grad_norm = float(acc.clip_grad_norm_(tr.model.parameters(), max_grad_norm))
-    tr.optimizer.step()
+    if max_grad_norm and not deepspeed:  # DeepSpeed clips in its engine (gradient_clipping)
+        grad_norm = float(acc.clip_grad_norm_(model.parameters(), max_grad_norm))
+    tr.optimizer.step()  # the accelerate wrapper makes it a no-op under DeepSpeed
     tr.optimizer.zero_grad(set_to_none=True)
     tr.state.global_step += 1
+    sync_generation_weights(tr)
     logged = {key: fmean(v) for key, v in tr._metrics["train"].items() if v and isinstance(v[0], (int, float))}
     tr._metrics["train"].clear()
     advantages = [a for b in (tr._buffered_inputs or []) for a in b["advantages"].flatten().tolist()]
-    return {"loss": total, "advantages": advantages, "micro_batches": k, "grad_norm": grad_norm, **logged}
-
-
-def install_behaviour_logps(trainer: Any) -> None:
-    """See the module docstring (off-policy rows keep their sampling-time logprobs)."""
-    original = trainer._generate_and_score_completions
-    trainer._spade_behaviour = False
-
-    def wrapped(inputs: Any) -> dict:
-        out = original(inputs)
-        if getattr(trainer, "_spade_behaviour", False) and not trainer.use_vllm:
-            sampled = out.get("sampling_per_token_logps")
-            if sampled is not None:
-                out["old_per_token_logps"] = sampled.to(out["completion_ids"].device).float()
-        return out
-
-    trainer._generate_and_score_completions = wrapped
+    return {"loss": total, "advantages": advantages, "micro_batches": k, "grad_norm": grad_norm,
+            "rows_filtered": getattr(tr, "spade_rows_filtered", 0), **logged}
 
 
 def teacher_forced_logps(trainer: Any, prompt_ids: list[int], completion_ids: list[int]) -> list[float]:
     """Per-token logprobs of ``completion_ids`` after ``prompt_ids`` under the current weights
-    (no gradient), temperature-scaled as in the GRPO loss."""
+    (no gradient), temperature-scaled as in the GRPO loss. Under ZeRO-3 a forward is a
+    collective: call it on every rank with the same completions."""
     import torch
 
     if not completion_ids:
@@ -142,40 +224,3 @@ def teacher_forced_logps(trainer: Any, prompt_ids: list[int], completion_ids: li
     finally:
         model.train(was)
     return [float(x) for x in logps[0].tolist()]
-
-
-def install_prefix_sliding(trainer: Any, prefix_sliding: Sequence[Any]) -> None:
-    """Score completions under the Prefix Sliding attention pattern (agent ``[P, W]``;
-    ``P = None``: each row's prompt columns are the prefix, as the cache does)."""
-    import torch
-
-    from ..agents.prefix_sliding_mask import prefix_sliding_attention_mask
-
-    prefix, window = prefix_sliding[0], int(prefix_sliding[1])
-    original = trainer._get_per_token_logps_and_entropies
-    state: dict[str, Any] = {"keep": None}
-    module = trainer.accelerator.unwrap_model(trainer.model)
-
-    def hook(_mod: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-        keep, mask = state["keep"], kwargs.get("attention_mask")
-        if keep is None or mask is None or mask.dim() != 2:
-            return args, kwargs
-        seq = mask.size(1)
-        plen = seq - keep if prefix is None else int(prefix)
-        dtype = next(_mod.parameters()).dtype
-        four_d = torch.cat([prefix_sliding_attention_mask(seq, plen, window, prefill_len=seq - keep,
-                                                          padding_mask=mask[i:i + 1], dtype=dtype)
-                            for i in range(mask.size(0))], dim=0)
-        kwargs = dict(kwargs, attention_mask=four_d, position_ids=(mask.long().cumsum(-1) - 1).clamp(min=0))
-        return args, kwargs
-
-    module.register_forward_pre_hook(hook, with_kwargs=True)
-
-    def patched(model: Any, input_ids: Any, attention_mask: Any, logits_to_keep: int, *args: Any, **kwargs: Any):
-        state["keep"] = int(logits_to_keep)
-        try:
-            return original(model, input_ids, attention_mask, logits_to_keep, *args, **kwargs)
-        finally:
-            state["keep"] = None
-
-    trainer._get_per_token_logps_and_entropies = patched
