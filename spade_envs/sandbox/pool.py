@@ -16,15 +16,20 @@ too, and only its own session fails. Nothing here uses signals inside workers
 polls without blocking, yielding the CPU between polls (a cheap call answers within it,
 and a caller that went to sleep costs a cross-CPU wake-up); then it blocks in ``poll``
 until the next deadline.
+
+Sessions never wait for each other: an exchange holds the locks of its own workers only
+(see :class:`WorkerPool`), and the pool's lock covers bookkeeping, never a call.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import select
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 
 from ..errors import EnvExecutionError
@@ -61,7 +66,13 @@ def _has_data(fd: int) -> bool:
 
 
 class WorkerPool:
-    """A zygote and the live workers (one per open session)."""
+    """The zygotes and the live workers (one per open session) of one runtime.
+
+    ``lock`` guards the pool's bookkeeping only (the worker set, which zygote serves) and
+    is never held across a blocking call: calls into workers take each worker's own lock
+    (:meth:`exchange`), starting a zygote takes ``_start_lock``. So a slow call in one
+    session never delays another session, and :meth:`close` (also run from ``__del__``
+    and at interpreter exit) never waits for a call in flight."""
 
     def __init__(self, max_workers: int, memory_mb: int, cpu_s: int) -> None:
         self.max_workers = max(1, max_workers)
@@ -69,12 +80,15 @@ class WorkerPool:
         self.cpu_s = cpu_s
         self.workers: set[Worker] = set()
         self.lock = threading.RLock()
+        self._start_lock = threading.Lock()
+        self._generation = 0  # bumped by close(): a zygote started meanwhile is not kept
         self._zygote: Zygote | None = None
-        self._retired: list[Zygote] = []  # quick zygotes whose workers may still run
+        self._retired: list[Zygote] = []  # zygotes no longer forking whose workers may still run
         self._loading: Zygote | None = None
         self._loaded = threading.Event()
         self.owner_pid = os.getpid()
         self.layers: dict[str, str] = {}
+        _POOLS.add(self)
 
     def check_owner(self) -> None:
         """A forked copy of the caller must not talk to its parent's workers: it gets a
@@ -82,6 +96,7 @@ class WorkerPool:
         if os.getpid() != self.owner_pid:
             self.owner_pid = os.getpid()
             self.lock = threading.RLock()
+            self._start_lock = threading.Lock()
             self.workers = set()
             self._zygote = None
             self._retired = []
@@ -92,28 +107,44 @@ class WorkerPool:
         """The zygote new workers come from. With the static layer on, a quick one first
         (ready in a fraction of the time), and a full one started in the background at
         once, which takes over when it is ready; with it off, a full one."""
-        with self.lock:
-            if self._zygote is None or not self._zygote.alive():
-                if self._zygote is not None:
-                    self._zygote.close()
+        current = self._zygote
+        if current is not None and current.alive():
+            return current
+        with self._start_lock:
+            with self.lock:
+                current = self._zygote
+                if current is not None and current.alive():
+                    return current
                 self._zygote = None
-                if _static_layer_on():
-                    self._zygote = Zygote(self.memory_mb, self.cpu_s, full=False)
-                    self._start_full()
-                else:  # programs may import anything the jail lets them: all pre-loaded
-                    self._zygote = Zygote(self.memory_mb, self.cpu_s, full=True)
-            return self._zygote
+                generation = self._generation
+            if current is not None:
+                current.close()
+            quick = _static_layer_on()  # with it off, programs may import anything: all pre-loaded
+            new = Zygote(self.memory_mb, self.cpu_s, full=not quick)
+            with self.lock:
+                kept = generation == self._generation
+                if kept:
+                    self._zygote = new
+            if not kept:
+                new.close()
+                raise EnvExecutionError("the sandbox runtime was closed while it started", kind="closed")
+            if quick:
+                self._start_full()
+            return new
 
     def _start_full(self) -> None:
-        if self._loading is not None:
-            return
+        with self.lock:
+            if self._loading is not None:
+                return
         try:
             full = Zygote(self.memory_mb, self.cpu_s, full=True, wait=False)
         except OSError:  # the quick zygote keeps serving
             return
-        self._loading = full
-        self._loaded = threading.Event()
-        threading.Thread(target=self._adopt, args=(full, self._loaded, self.owner_pid), name="spade-zygote",
+        with self.lock:
+            self._loading = full
+            self._loaded = loaded = threading.Event()
+            owner = self.owner_pid
+        threading.Thread(target=self._adopt, args=(full, loaded, owner), name="spade-zygote",
                          daemon=True).start()
 
     def _adopt(self, full: Zygote, loaded: threading.Event, owner: int) -> None:
@@ -123,19 +154,21 @@ class WorkerPool:
         except EnvExecutionError:
             full.close()
             ok = False
+        stale = None
         try:
             with self.lock:
                 if self.owner_pid != owner or self._loading is not full:  # closed meanwhile
+                    stale = full if ok else None
+                else:
+                    self._loading = None
                     if ok:
-                        full.close()
-                    return
-                self._loading = None
-                if ok:
-                    if self._zygote is not None:
-                        self._retired.append(self._zygote)  # closing it would end its workers
-                    self._zygote = full
+                        if self._zygote is not None:
+                            self._retired.append(self._zygote)  # closing it would end its workers
+                        self._zygote = full
         finally:
             loaded.set()
+        if stale is not None:
+            stale.close()
 
     def wait_full(self, timeout_s: float = 120.0) -> bool:
         """Wait (without the lock) until new workers come from a full zygote; False when
@@ -151,35 +184,52 @@ class WorkerPool:
             return self._zygote is not None and self._zygote.full
 
     def spawn(self, full: bool = False) -> Worker:
-        """A fresh, jailed worker (restarts the zygote once if it is gone); with
-        ``full``, from a full zygote (waiting for it to load)."""
+        """A fresh, jailed worker; with ``full``, from a full zygote (waiting for it to
+        load). A zygote that fails to fork is retired, not killed (other sessions' workers
+        live on), and a new one is started once."""
         self.check_owner()
         if full:
             self.wait_full()
-        with self.lock:
+        for attempt in range(2):
+            zygote = self.zygote
             try:
-                worker = self.zygote.spawn()
-            except OSError:
-                if self._zygote is not None:
-                    self._zygote.close()
-                self._zygote = None
-                try:
-                    worker = self.zygote.spawn()
-                except OSError as exc:
+                worker = zygote.spawn()
+                break
+            except OSError as exc:
+                with self.lock:
+                    if self._zygote is zygote:
+                        self._zygote = None
+                        self._retired.append(zygote)
+                if attempt:
                     raise EnvExecutionError(f"could not start a sandbox worker: {exc}", kind="crash") from None
+        with self.lock:
             self.layers = worker.layers
             self.workers.add(worker)
-            return worker
+        return worker
 
     def release(self, worker: Worker) -> None:
-        """Kill ``worker`` (its session is over)."""
+        """Kill ``worker`` (its session is over); never waits for a call in flight."""
+        worker.kill()
         with self.lock:
-            worker.kill()
             self.workers.discard(worker)
 
     def exchange(self, requests: dict[Worker, list], deadline_s: float) -> dict[Worker, tuple[list, Lost | None]]:
         """Send each worker its calls; return, per worker, the decoded replies that came
-        (``[ok, value]`` each, in call order) and why the rest did not (or None)."""
+        (``[ok, value]`` each, in call order) and why the rest did not (or None).
+
+        Holds the lock of each worker involved (taken in one global order, so two
+        batches sharing workers never deadlock), and no other lock."""
+        order = sorted(requests, key=id)
+        for worker in order:
+            worker.lock.acquire()
+        try:
+            return self._exchange(requests, deadline_s)
+        finally:
+            for worker in reversed(order):
+                worker.finish()
+                worker.lock.release()
+
+    def _exchange(self, requests: dict[Worker, list], deadline_s: float) -> dict[Worker, tuple[list, Lost | None]]:
         replies: dict[Worker, list] = {}
         lost: dict[Worker, Lost | None] = {}
         pending: dict[int, tuple[Worker, int]] = {}
@@ -188,6 +238,9 @@ class WorkerPool:
         for worker, calls in requests.items():
             replies[worker] = []
             lost[worker] = None
+            if not worker.alive:  # killed by another thread (its session was closed) meanwhile
+                lost[worker] = Lost("crash", 0, "the worker process was ended")
+                continue
             if worker.reader.buf or _has_data(worker.rep_r):
                 lost[worker] = self._lost(worker, "crash", 0, "the worker sent data nobody asked for")
                 continue
@@ -249,13 +302,35 @@ class WorkerPool:
         return Lost(kind, culprit, detail)
 
     def close(self) -> None:
+        """Kill every worker and zygote of this pool. Never blocks for long (it runs from
+        ``__del__`` and at interpreter exit, possibly while a call times out in another
+        thread, or after a daemon thread died holding the lock)."""
         self.check_owner()  # never kill a parent's workers from a forked child
-        with self.lock:
-            for worker in self.workers:
-                worker.kill()
+        got = self.lock.acquire(timeout=0.5)
+        try:
+            workers = self.workers.copy()
             self.workers = set()
-            for zygote in [self._zygote, self._loading, *self._retired]:
-                if zygote is not None:
-                    zygote.close()
+            zygotes = [z for z in (self._zygote, self._loading, *self._retired) if z is not None]
             self._zygote = self._loading = None
             self._retired = []
+            self._generation += 1
+        finally:
+            if got:
+                self.lock.release()
+        for worker in workers:
+            worker.kill()
+        for zygote in zygotes:
+            zygote.close()
+
+
+#: every live pool of this process, closed at interpreter exit (while threads still run)
+_POOLS: weakref.WeakSet[WorkerPool] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_pools() -> None:
+    for pool in list(_POOLS):
+        try:
+            pool.close()
+        except Exception:  # noqa: BLE001 - best effort at exit
+            pass

@@ -234,8 +234,7 @@ class SandboxRuntime(EnvRuntime):
             slots.setdefault(session.worker, []).append(i)
         if not requests:
             return out
-        with self.pool.lock:
-            replies = self.pool.exchange(requests, deadline_s)
+        replies = self.pool.exchange(requests, deadline_s)  # each worker's own lock, no shared one
         for worker, (items, lost) in replies.items():
             idx = slots[worker]
             for j, i in enumerate(idx):

@@ -6,6 +6,20 @@ A :class:`Zygote` is one pre-loaded process (:func:`.worker.zygote_main`) starte
 (known by pid and pidfd, so killing it never hits a recycled pid). *Full* zygotes have
 numpy and math_verify loaded, *quick* ones do not (:func:`needs_full` tells which
 programs need a full one); :class:`~.pool.WorkerPool` runs the two stages.
+
+A zygote dies with its caller through ``PR_SET_PDEATHSIG``, which the kernel fires when
+the *thread* that started it exits, not the process. So every zygote of a process is
+started by one long-lived thread of that process (:func:`_launch`, the
+``spade-zygote-launcher`` daemon thread, which waits for work for as long as the process
+lives): a thread that opened the first environment and then finished (a request handler,
+a pool thread) takes nobody's workers with it.
+
+Locks: a :class:`Worker` has ``lock`` (held by whoever is in a call on it; one call at a
+time per worker) and a private state lock that is only held around non-blocking system
+calls. :meth:`Worker.kill` never waits: it signals at once and leaves the descriptors
+to the caller in a call, who closes them when it lets go (:meth:`Worker.finish`), so a
+descriptor is never closed under a ``poll`` and never reused while one is pending. A
+zygote's control socket has its own lock, held for one fork request (milliseconds).
 """
 
 from __future__ import annotations
@@ -18,9 +32,11 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import EnvExecutionError
 from . import confine
@@ -31,6 +47,8 @@ _HELLO_TIMEOUT_S = 10.0
 
 @dataclass(eq=False)
 class Worker:
+    """A forked sandbox worker: its pid, pidfd and request/reply pipes."""
+
     pid: int
     pidfd: int
     req_w: int
@@ -38,22 +56,95 @@ class Worker:
     layers: dict = field(default_factory=dict)
     reader: FrameReader = field(default_factory=FrameReader)
     alive: bool = True
+    #: held for the length of one exchange with this worker (see the module docstring)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _state: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     def kill(self) -> None:
+        """SIGKILL the worker now; never blocks. Its descriptors are closed here when
+        nobody is in a call on it, else by that caller (:meth:`finish`)."""
+        with self._state:
+            if self.alive:
+                self.alive = False
+                if self.pidfd >= 0:
+                    try:
+                        signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+                    except OSError:  # already gone
+                        pass
+            if self.lock.acquire(blocking=False):
+                try:
+                    self._close_fds()
+                finally:
+                    self.lock.release()
+
+    def finish(self) -> None:
+        """Called by the holder of :attr:`lock` before releasing it: a worker killed
+        meanwhile gets its descriptors closed now."""
         if not self.alive:
-            return
-        self.alive = False
-        if self.pidfd >= 0:
-            try:
-                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
-            except OSError:  # already gone
-                pass
-        for fd in (self.req_w, self.rep_r, self.pidfd):
+            with self._state:
+                self._close_fds()
+
+    def _close_fds(self) -> None:
+        fds = (self.req_w, self.rep_r, self.pidfd)
+        self.req_w = self.rep_r = self.pidfd = -1
+        for fd in fds:
             if fd >= 0:
                 try:
                     os.close(fd)
                 except OSError:
                     pass
+
+
+_T = TypeVar("_T")
+
+
+class _Launcher:
+    """The one thread of this process that starts zygotes (see the module docstring).
+    Started on first use, again in a forked child (threads do not survive a fork)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pid = -1
+        self._jobs: Any = None
+
+    def run(self, fn: Callable[[], _T]) -> _T:
+        """``fn()`` run on the launcher thread; its result, or its exception re-raised."""
+        import queue
+
+        with self._lock:
+            if self._pid != os.getpid():
+                self._pid = os.getpid()
+                self._jobs = queue.SimpleQueue()
+                threading.Thread(target=self._serve, args=(self._jobs,), name="spade-zygote-launcher",
+                                 daemon=True).start()
+            jobs = self._jobs
+        done = threading.Event()
+        box: list[Any] = []
+        jobs.put((fn, box, done))
+        done.wait()
+        if box[0]:
+            return box[1]
+        raise box[1]
+
+    @staticmethod
+    def _serve(jobs: Any) -> None:
+        while True:  # lives as long as the process: its zygotes' parent-death signal is tied to it
+            fn, box, done = jobs.get()
+            try:
+                box[:] = [True, fn()]
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
+                box[:] = [False, exc]
+            finally:
+                del fn
+                done.set()
+
+
+_launcher = _Launcher()
+
+
+def _launch(fn: Callable[[], _T]) -> _T:
+    """Run ``fn`` (which starts a process) on this process's zygote launcher thread."""
+    return _launcher.run(fn)
 
 
 def _package_parent() -> str:
@@ -95,14 +186,20 @@ class Zygote:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_parent(), env.get("PYTHONPATH")) if p)
         self.full = full
         self.info: dict[str, Any] = {}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-S", "-c", _ZYGOTE_CODE, str(theirs.fileno()), str(memory_mb), str(cpu_s), str(int(full)),
-             _module_path()],
-            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            start_new_session=True, env=env, cwd="/",
-        )
-        theirs.close()
+        argv = [sys.executable, "-S", "-c", _ZYGOTE_CODE, str(theirs.fileno()), str(memory_mb), str(cpu_s),
+                str(int(full)), _module_path()]
+        try:
+            self.proc = _launch(lambda: subprocess.Popen(
+                argv, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                start_new_session=True, env=env, cwd="/",
+            ))
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
         self.sock = ours
+        self._spawn_lock = threading.Lock()
         self.startup_timeout_s = startup_timeout_s
         if wait:
             self.wait_ready()
@@ -111,29 +208,31 @@ class Zygote:
         """Block until the zygote says it is ready (raises ``EnvExecutionError`` when it
         exits or does not answer in time)."""
         ours = self.sock
-        ours.settimeout(self.startup_timeout_s)
         line = b""
         try:
-            while not line.endswith(b"\n"):
-                chunk = ours.recv(1 << 16)
-                if not chunk:
-                    raise EnvExecutionError("the sandbox zygote exited during start-up", kind="crash")
-                line += chunk
+            with self._spawn_lock:  # close() kills the zygote first: this read then ends with EOF
+                ours.settimeout(self.startup_timeout_s)
+                while not line.endswith(b"\n"):
+                    chunk = ours.recv(1 << 16)
+                    if not chunk:
+                        raise EnvExecutionError("the sandbox zygote exited during start-up", kind="crash")
+                    line += chunk
+                ours.settimeout(10.0)
         except socket.timeout:
             self.close()
             raise EnvExecutionError("the sandbox zygote did not start in time", kind="timeout") from None
         except OSError as exc:
             raise EnvExecutionError(f"the sandbox zygote could not start ({exc})", kind="crash") from None
         self.info = json.loads(line)
-        ours.settimeout(10.0)
 
     def spawn(self) -> Worker:
         """Fork a worker and wait for its hello (it is jailed once it has said hello)."""
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         try:
-            socket.send_fds(self.sock, [b"S"], [req_r, rep_w])
-            msg, fds, _flags, _addr = socket.recv_fds(self.sock, 8, 1)
+            with self._spawn_lock:  # one fork request at a time on the control socket
+                socket.send_fds(self.sock, [b"S"], [req_r, rep_w])
+                msg, fds, _flags, _addr = socket.recv_fds(self.sock, 8, 1)
             if len(msg) != 8:
                 raise OSError("zygote closed its socket")
         except BaseException:
@@ -156,12 +255,19 @@ class Zygote:
         return self.proc.poll() is None
 
     def close(self) -> None:
+        """Kill the zygote (its workers die with it) and close its socket; never waits
+        long (it runs at interpreter exit too)."""
+        if self.proc.poll() is None:
+            self.proc.kill()  # a fork request in flight ends with EOF
+        if self._spawn_lock.acquire(timeout=2.0):  # never close the socket under a request
+            try:
+                self.sock.close()
+            finally:
+                self._spawn_lock.release()
         try:
-            self.sock.close()
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-            self.proc.wait()
+            self.proc.wait(timeout=5.0)
+        except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL is not refused
+            pass
 
 
 def _read_hello(worker: Worker) -> dict | None:
