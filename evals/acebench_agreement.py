@@ -137,6 +137,18 @@ def tally(pairs: Sequence[tuple[Any, Any]]) -> dict[str, Any]:
     return {"n": len(pairs), "agree": agree, "rate": round(agree / len(pairs), 6) if pairs else None}
 
 
+def agreement_line(agreement: dict[str, Any]) -> str:
+    """The one-line summary of :func:`check_agreement`: only what was compared (agent
+    entries, perturbed trajectories, normal/special categories), never ``0/0``."""
+    parts = [f"{label} {agreement[key]['agree']}/{agreement[key]['n']}" for key, label in
+             (("entries", "agent entries"), ("perturbed", "perturbed trajectories"))
+             if (agreement.get(key) or {}).get("n")]
+    cats = agreement.get("categories") or {}
+    if cats:
+        parts.append(f"categories {sum(1 for c in cats.values() if c.get('agree'))}/{len(cats)}")
+    return "agreement with ACEBench's evaluation: " + (", ".join(parts) or "nothing to compare")
+
+
 def check_agreement(root: str | Path, entries: Sequence[Any], rows: Sequence[dict[str, Any]], *, runtime: Any,
                     trust_remote_code: bool, perturbations: bool = True) -> dict[str, Any]:
     """``summary["agreement"]``: spade's verdicts against ACEBench's evaluation of the same run."""

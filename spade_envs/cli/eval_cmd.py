@@ -299,8 +299,9 @@ def register(app: typer.Typer) -> None:
         if "agreement" in summary:
             a = summary["agreement"]
             if "entries" in a:
-                typer.echo(f"agreement with ACEBench's evaluation: entries {a['entries']['agree']}/{a['entries']['n']}, "
-                           f"perturbed {a['perturbed']['agree']}/{a['perturbed']['n']}")
+                from spade_envs.evals.acebench_agreement import agreement_line
+
+                typer.echo(agreement_line(a))
             elif "agree" in a:
                 typer.echo(f"agreement with BFCL's checker: {a['agree']}/{a['n']}")
         typer.echo(f"report: {paths['html']}\nleaderboard: {paths['markdown']}\nresults: {paths['json']}")
