@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import AgentError
+from ..errors import AgentError, EnvFailure
 
 __all__ = ["Agent", "AgentError", "Backend", "Episode", "Generation", "PlayTask"]
 
@@ -63,7 +63,9 @@ class Episode:
     token_ids: list[int]
     logprobs: list[float]
     mask: list[int]
-    error: str | None = None
+    #: why the episode failed (an :class:`~spade_envs.errors.EnvFailure`: its message, and a
+    #: ``kind`` to branch on); None when the environment never failed
+    error: EnvFailure | None = None
     final_state: Any = None
     timings: dict[str, float] = field(default_factory=dict)
 

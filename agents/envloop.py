@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import SpadeError
+from ..errors import EnvFailure, FailureKind, SpadeError
 from .api import PlayTask
 
 
@@ -26,7 +26,7 @@ class StepOutcome:
     terminated: bool
     truncated: bool
     info: dict = field(default_factory=dict)
-    error: str | None = None
+    error: EnvFailure | None = None  #: why the step failed (its ``kind`` says how); None if it did not
 
 
 def open_env(task: PlayTask, *, sandbox: bool = False, trust_remote_code: bool = False):
@@ -42,17 +42,18 @@ def open_env(task: PlayTask, *, sandbox: bool = False, trust_remote_code: bool =
     return SpadeEnv(env_id=task.env_id, hint=task.hint, runtime=runtime, env_kwargs=params)
 
 
-def start(task: PlayTask, **options: Any) -> tuple[Any, str, dict, str | None]:
-    """Open and reset ``task``'s environment: ``(env or None, observation, info, error)``."""
+def start(task: PlayTask, **options: Any) -> tuple[Any, str, dict, EnvFailure | None]:
+    """Open and reset ``task``'s environment: ``(env or None, observation, info, failure)``."""
     try:
         env = open_env(task, **options)
     except SpadeError as exc:
-        return None, "", {}, f"cannot open environment: {exc}"
+        return None, "", {}, EnvFailure.from_exception(exc, default=FailureKind.OPEN,
+                                                       prefix="cannot open environment: ")
     try:
         obs, info = env.reset(seed=task.seed)
     except SpadeError as exc:
         close_env(env)
-        return None, "", {}, f"reset failed: {exc}"
+        return None, "", {}, EnvFailure.from_exception(exc, default=FailureKind.OPEN, prefix="reset failed: ")
     return env, obs, info, None
 
 
@@ -69,10 +70,8 @@ def step_batch(envs: list[Any], actions: list[str]) -> list[StepOutcome]:
             outcomes[i] = _direct_step(env, actions[i])
     results = step_many([envs[i] for i in spade], [str(actions[i]) for i in spade])
     for i, (obs, reward, terminated, truncated, info) in zip(spade, results):
-        error = info.get("error")
-        if error is not None and info.get("verdict"):
-            error = f"{info['verdict']}: {error}"
-        outcomes[i] = StepOutcome(obs, float(reward), bool(terminated), bool(truncated), dict(info), error=error)
+        outcomes[i] = StepOutcome(obs, float(reward), bool(terminated), bool(truncated), dict(info),
+                                  error=_failure(info))
     return [o for o in outcomes if o is not None]
 
 
@@ -80,9 +79,20 @@ def _direct_step(env: Any, action: str) -> StepOutcome:
     try:
         obs, reward, terminated, truncated, info = env.step(action)
     except SpadeError as exc:
-        return StepOutcome(f"Environment error: {exc}", 0.0, False, True, {"error": str(exc)}, error=str(exc))
+        failure = EnvFailure.from_exception(exc)
+        return StepOutcome(f"Environment error: {exc}", 0.0, False, True,
+                           {"error": str(exc), "verdict": failure.kind.value}, error=failure)
     info = dict(info)
-    return StepOutcome(obs, float(reward), bool(terminated), bool(truncated), info, error=info.get("error"))
+    return StepOutcome(obs, float(reward), bool(terminated), bool(truncated), info, error=_failure(info))
+
+
+def _failure(info: dict) -> EnvFailure | None:
+    """The failure a step's ``info`` reports (``error`` + its ``verdict`` kind), if any."""
+    error = info.get("error")
+    if error is None:
+        return None
+    kind = info.get("verdict") or FailureKind.ERROR
+    return EnvFailure(FailureKind.of(kind), f"{kind}: {error}" if info.get("verdict") else str(error))
 
 
 def finish(env: Any) -> Any:

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import AgentError, SpadeError
+from ..errors import AgentError, EnvFailure, FailureKind, SpadeError
 from . import envloop
 from .api import Agent, Episode, PlayTask
 
@@ -92,7 +92,7 @@ class ReplayAgent(Agent):
             if env is not None:
                 plan = self._actions_for(task, env)
                 if isinstance(plan, str):
-                    st["error"], st["truncated"] = plan, True
+                    st["error"], st["truncated"] = EnvFailure(FailureKind.ERROR, plan), True
                 else:
                     st["plan"] = plan
                 st["messages"] = [{"role": "user", "content": obs}]

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..actions import parse_tool_calls
+from ..errors import EnvFailure
 from . import chat, envloop
 from .api import Agent, Backend, Episode, Generation, PlayTask
 
@@ -39,7 +40,7 @@ class _Live:
     rewards: list[float] = field(default_factory=list)
     terminated: bool = False
     truncated: bool = False
-    error: str | None = None
+    error: EnvFailure | None = None
     done: bool = False
     generation_s: float = 0.0
     environment_s: float = 0.0
@@ -226,7 +227,7 @@ def _last_gen_len(lv: _Live) -> int:
     return n
 
 
-def _failed_episode(task: PlayTask, error: str) -> Episode:
+def _failed_episode(task: PlayTask, error: EnvFailure) -> Episode:
     return Episode(
         task=task, messages=[], actions=[], rewards=[], episode_return=0.0, won=False, turns=0,
         terminated=False, truncated=True, token_ids=[], logprobs=[], mask=[], error=error,

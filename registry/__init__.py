@@ -65,12 +65,12 @@ def list_envs(*, skill: str | None = None, generation: int | None = None, status
 def store_lookup(eid: "EnvId") -> "EnvRecord | None":
     """Look ``eid`` up in the local store under ``SPADE_HOME`` (None when absent).
 
-    A quarantined entry raises :class:`~spade_envs.errors.UnknownEnvironmentError` naming
+    A quarantined entry raises :class:`~spade_envs.errors.QuarantinedError` naming
     the reason. An id that a pull renumbered resolves to the entry's new id when nothing
     else has it, with a one-time :class:`~.sharing.RenumberedNotice` (also when the id now
     names the published entry that displaced it). Store records are untrusted (they run
     in the sandbox)."""
-    from ..errors import UnknownEnvironmentError
+    from ..errors import QuarantinedError, UnknownEnvironmentError
     from .sharing import notify
 
     reg = shared_store()
@@ -79,9 +79,9 @@ def store_lookup(eid: "EnvId") -> "EnvRecord | None":
     target = reg.alias_target(eid)
     try:
         rec = reg.get(eid)
-    except UnknownEnvironmentError as exc:
-        if "quarantined" in str(exc):
-            raise
+    except QuarantinedError:
+        raise
+    except UnknownEnvironmentError:
         if target is None:
             return None
         notify(eid, target, shadowed=False)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import RegistryError, RegistryFormatError, UnknownEnvironmentError
+from ..errors import QuarantinedError, RegistryError, RegistryFormatError, UnknownEnvironmentError
 from .catalog import EnvRecord
 from .ids import EnvId, parse_env_id
 from .migrations import APPLICATION_ID, FIRST_STORE_SEQ, MIGRATIONS, SCHEMA_VERSION
@@ -444,7 +444,7 @@ class Registry:
         if not recs:
             raise UnknownEnvironmentError(f"no environment {eid} in the store; `spade registry list` shows what exists")
         if recs[0].status == "quarantined":
-            raise UnknownEnvironmentError(f"{eid} is quarantined: {recs[0].metadata.get('status_reason') or 'no reason given'}")
+            raise QuarantinedError(f"{eid} is quarantined: {recs[0].metadata.get('status_reason') or 'no reason given'}")
         return recs[0]
 
     def latest(self, env_id: str | EnvId) -> EnvRecord:
@@ -456,7 +456,7 @@ class Registry:
         if recs:
             return recs[0]
         if self._conn.execute("SELECT 1 FROM envs WHERE seq = ?", (eid.seq,)).fetchone():
-            raise UnknownEnvironmentError(f"every version of {eid.base} is quarantined")
+            raise QuarantinedError(f"every version of {eid.base} is quarantined")
         raise UnknownEnvironmentError(f"no environment {eid.base} in the store; `spade registry list` shows what exists")
 
     def versions(self, env_id: str | EnvId) -> list[EnvRecord]:

@@ -6,6 +6,8 @@ The CLI turns any :class:`SpadeError` into one line on stderr and a non-zero exi
 
 from __future__ import annotations
 
+from enum import Enum
+
 
 class SpadeError(Exception):
     """Base class of every error spade-envs raises on purpose."""
@@ -91,3 +93,65 @@ class IntegrationError(SpadeError):
     """A framework integration (TRL adapter, OpenEnv server) cannot be set up: a missing
     optional dependency, a dataset row that does not match its environment class, a tool
     spec that cannot be expressed in the framework."""
+
+
+class QuarantinedError(UnknownEnvironmentError):
+    """The id names an entry whose every matching version is quarantined (see
+    ``spade registry show ID`` for the reason; ``spade registry remove`` or a new version
+    brings it back). A subclass of :class:`UnknownEnvironmentError`: it cannot be made."""
+
+
+class FailureKind(str, Enum):
+    """What went wrong in an episode, as a value callers branch on (never message text).
+
+    The execution kinds are those of :class:`EnvExecutionError`; ``open`` is an
+    environment that could not be made (unknown id, bad parameters, a program refused at
+    load)."""
+
+    ERROR = "error"  #: the program raised
+    TIMEOUT = "timeout"  #: a call overran its wall-clock deadline (the worker was killed)
+    MEMORY = "memory"  #: the worker ran out of its memory limit
+    RECURSION = "recursion"  #: the program recursed too deep
+    OUTPUT = "output"  #: a reply broke the message caps (size, JSON, finite floats)
+    CRASH = "crash"  #: the worker died
+    SECURITY = "security"  #: the jail refused an operation
+    CLOSED = "closed"  #: the session was already closed
+    OPEN = "open"  #: the environment could not be made or reset
+
+    @classmethod
+    def of(cls, value: object) -> FailureKind:
+        """The kind named by ``value``; an unknown name is :attr:`ERROR`."""
+        try:
+            return cls(str(getattr(value, "value", value)))
+        except ValueError:
+            return cls.ERROR
+
+
+class EnvFailure(str):
+    """Why an episode failed: its message (it *is* that ``str``, so logs, reports and JSON
+    keep showing it) plus a :class:`FailureKind` in ``kind`` for code to branch on.
+
+    >>> failure = EnvFailure("timeout", "step() exceeded its 5 s deadline")
+    >>> failure.kind is FailureKind.TIMEOUT, str(failure)
+    (True, 'step() exceeded its 5 s deadline')
+    """
+
+    kind: FailureKind
+
+    def __new__(cls, kind: FailureKind | str, message: str) -> EnvFailure:
+        failure = super().__new__(cls, message)
+        failure.kind = FailureKind.of(kind)
+        return failure
+
+    @classmethod
+    def from_exception(cls, exc: BaseException, *, default: FailureKind | str = FailureKind.ERROR,
+                       prefix: str = "") -> EnvFailure:
+        """The failure an exception stands for (:class:`EnvExecutionError` keeps its kind)."""
+        kind = exc.kind if isinstance(exc, EnvExecutionError) else default
+        return cls(kind, f"{prefix}{exc}")
+
+    def __reduce__(self) -> tuple:
+        return (EnvFailure, (self.kind.value, str(self)))
+
+    def __repr__(self) -> str:
+        return f"EnvFailure({self.kind.value!r}, {str(self)!r})"

@@ -53,8 +53,9 @@ def agent_reward(episode: Any, *, failed: float = 0.0, unterminated: float | Non
 
 def is_step_timeout(episode: Any) -> bool:
     """True when the episode ended because a step of its environment timed out."""
-    err = str(getattr(episode, "error", "") or "").lower()
-    return "timeout" in err or "timed out" in err or "deadline" in err
+    from ..errors import FailureKind
+
+    return getattr(getattr(episode, "error", None), "kind", None) is FailureKind.TIMEOUT
 
 
 @dataclass
