@@ -124,7 +124,8 @@ def test_tutorial_parser_reads_directives():
 
 
 def test_every_tutorial_is_tested():
-    assert sorted(p.name for p in DOCS.glob("*.md") if p.name != "architecture.md") == sorted(TUTORIALS)
+    references = {"architecture.md", "DESIGN.md"}  # prose for contributors, no tutorial code
+    assert sorted(p.name for p in DOCS.glob("*.md") if p.name not in references) == sorted(TUTORIALS)
 
 
 @pytest.mark.parametrize("name", [t for t in TUTORIALS if t != "train_with_trl.md"])
