@@ -32,11 +32,30 @@ def check_observation(obs: Any, where: str) -> str:
 #: key added to an ``info`` dict whose non-finite floats were replaced by None
 INFO_NOTE_KEY = "spade_note"
 _MAX_DEPTH = 32
+_MAX_NODES = 100_000
+
+
+def _has_non_finite(info: dict) -> bool:
+    """True when a non-finite float is nested in ``info`` (dicts, lists, tuples; at most
+    :data:`_MAX_NODES` values looked at: a larger info is left to the transport's checks)."""
+    stack: list[Any] = [info]
+    seen = 0
+    while stack and seen < _MAX_NODES:
+        node = stack.pop()
+        values = node.values() if isinstance(node, dict) else node
+        for value in values:
+            seen += 1
+            if type(value) is float or isinstance(value, float):
+                if value != value or value in (math.inf, -math.inf):
+                    return True
+            elif isinstance(value, (dict, list, tuple)) and len(stack) < _MAX_DEPTH * 64:
+                stack.append(value)
+    return False
 
 
 def _finite(value: Any, path: str, found: list[str], depth: int) -> Any:
     """``value`` with non-finite floats (nested in dicts, lists, tuples) replaced by None;
-    the paths replaced are appended to ``found``. Unchanged containers are returned as is."""
+    the paths replaced are appended to ``found``."""
     if isinstance(value, float):
         if math.isfinite(value):
             return value
@@ -45,12 +64,9 @@ def _finite(value: Any, path: str, found: list[str], depth: int) -> Any:
     if depth >= _MAX_DEPTH or not isinstance(value, (dict, list, tuple)):
         return value
     if isinstance(value, dict):
-        items = {k: _finite(v, f"{path}[{k!r}]", found, depth + 1) for k, v in value.items()}
-        return items if any(items[k] is not v for k, v in value.items()) else value
+        return {k: _finite(v, f"{path}[{k!r}]", found, depth + 1) for k, v in value.items()}
     seq = [_finite(v, f"{path}[{i}]", found, depth + 1) for i, v in enumerate(value)]
-    if all(a is b for a, b in zip(seq, value)):
-        return value
-    return type(value)(seq) if isinstance(value, list) else tuple(seq)
+    return seq if isinstance(value, list) else tuple(seq)
 
 
 def check_info(info: Any, where: str) -> dict:
@@ -59,7 +75,7 @@ def check_info(info: Any, where: str) -> dict:
     :data:`INFO_NOTE_KEY` naming where they were; only a non-finite *reward* fails."""
     if not isinstance(info, dict):
         raise EnvProgramError(f"{where} must return info as a dict, got {type(info).__name__}")
-    if not info:
+    if not info or not _has_non_finite(info):
         return info
     found: list[str] = []
     clean = _finite(info, "info", found, 0)
@@ -100,7 +116,7 @@ def check_step_result(result: Any) -> StepResult:
     for name, flag in (("terminated", terminated), ("truncated", truncated)):
         if not isinstance(flag, bool) and not (hasattr(flag, "dtype") and flag.dtype.kind == "b"):
             raise EnvProgramError(f"step() {name} must be a bool, got {type(flag).__name__}")
-    check_info(info, "step()")
+    info = check_info(info, "step()")
     return obs, max(-1.0, min(1.0, reward)), bool(terminated), bool(truncated), info
 
 

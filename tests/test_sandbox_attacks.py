@@ -46,7 +46,11 @@ S = "sandbox_compile"
 CASES = [
     # imports
     ("import_os", program(module="import os"), "open", ("program", S), "os"),
-    ("import_sys", program(module="import sys"), "open", ("program", S), "sys"),
+    # sys is a vetted copy holding constants only (SPADE's games read sys.maxsize)
+    ("import_sys_modules", program(module="from sys import modules"), "open", ("program", "compile"), "modules"),
+    ("sys_modules", program("import sys\nsys.modules['os']"), "step", ("execution", "error"), "modules"),
+    ("sys_setrecursionlimit", program("import sys\nsys.setrecursionlimit(10 ** 6)"), "step", ("execution", "error"),
+     "setrecursionlimit"),
     ("import_subprocess", program("import subprocess"), "open", ("program", S), "subprocess"),
     ("from_os_path", program(module="from os import path"), "open", ("program", S), "os"),
     ("import_importlib", program(module="import importlib"), "open", ("program", S), "importlib"),
@@ -119,7 +123,6 @@ CASES = [
     ("nan_reward", program("return 'x', float('nan'), True, False, {}"), "step", ("program", "interface"), "non-finite"),
     ("inf_reward", program("return 'x', float('inf'), True, False, {}"), "step", ("program", "interface"), "non-finite"),
     ("string_reward", program("return 'x', 'lots', True, False, {}"), "step", ("program", "interface"), "number"),
-    ("nan_in_info", program("return 'x', 0.0, True, False, {'v': float('nan')}"), "step", ("execution", "output"), "non-finite"),
     # hangs in other methods
     ("hanging_reset", program(reset="if seed == 7:\n    while True:\n        pass"), "reset", ("execution", "timeout"), "deadline"),
     ("hanging_close", program(close="while True:\n    pass"), "close", ("execution", "timeout"), "deadline"),
@@ -160,6 +163,18 @@ def test_attack_is_contained(runtime, name, source, phase, expected, needle):
     assert verdict(info.value) == expected, str(info.value)
     assert needle in str(info.value)
     assert not os.path.exists(PWN)
+
+
+def test_non_finite_info_is_replaced_with_a_note(runtime):
+    """SPADE's loader tolerates NaN/inf inside info: replaced by None, with a note (issue 29)."""
+    session = runtime.open(program("return 'x', 0.0, True, False, {'v': float('nan'), 'w': [1.0, float('inf')]}"))
+    try:
+        session.reset(0)
+        _obs, _reward, _term, _trunc, info = session.step("go")
+    finally:
+        session.close()
+    assert info["v"] is None and info["w"] == [1.0, None]
+    assert "non-finite" in info["spade_note"] and "info['v']" in info["spade_note"]
 
 
 def test_runtime_survives_the_corpus(runtime):

@@ -389,11 +389,22 @@ def _guard_getattr_hook(user: Any) -> Any:
     return __getattr__
 
 
+def _check_slots(name: str, slots: Any) -> None:
+    """``__slots__`` names plain attributes only (a str, or a tuple/list of str; no dunder
+    slot such as ``__dict__``)."""
+    items = [slots] if type(slots) is str else list(slots) if type(slots) in (tuple, list) else None
+    if items is None or not all(type(i) is str and i.isidentifier() and not (i[:2] == "__" and i[-2:] == "__")
+                                for i in items):
+        raise SandboxViolation(f"class {name}: __slots__ must be a tuple of plain attribute names in the sandbox")
+
+
 def _check_namespace(name: str, namespace: Any) -> None:
     for key in list(namespace):
         if type(key) is not str:
             raise SandboxViolation(f"class {name}: non-string attribute names are not allowed in the sandbox")
-        if key[:2] == "__" and key[-2:] == "__" and key not in ALLOWED_DUNDER_DEFS and key not in _CLASS_NAMESPACE_EXTRA:
+        if key == "__slots__":
+            _check_slots(name, namespace[key])
+        elif key[:2] == "__" and key[-2:] == "__" and key not in ALLOWED_DUNDER_DEFS and key not in _CLASS_NAMESPACE_EXTRA:
             raise SandboxViolation(f"class {name} may not define '{key}' in the sandbox")
     user = namespace.get("__getattr__")
     if user is not None:

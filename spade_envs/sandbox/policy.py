@@ -12,6 +12,7 @@ allowed
     (:data:`ALLOWED_DUNDER_DEFS`); reads of a few dunder attributes
     (:data:`ALLOWED_DUNDER_READS`, checked again at run time); ``super().__init__()``;
     decorators; lambdas, closures, comprehensions, f-strings, try/except/finally;
+    ``__slots__`` in a class body as a literal tuple of plain attribute names;
     reading ``__name__`` (a module name, never ``"__main__"``, so demo blocks do not
     run); ``from __future__ import ...``; ``match`` statements (patterns checked:
     class-pattern keywords and dotted values must be public attributes).
@@ -148,7 +149,27 @@ class SpadePolicy(RestrictingNodeTransformer):
         return self.node_contents_visit(node)
 
     def visit_Assign(self, node: ast.Assign):
+        if self._is_slots(node.targets[0] if len(node.targets) == 1 else None):
+            self._check_slots(node, node.value)
+            node.value = self.visit(node.value)
+            return node
         return self.node_contents_visit(node)
+
+    def _is_slots(self, target: ast.AST | None) -> bool:
+        """``__slots__ = ...`` directly in a class body (SPADE's loader runs it)."""
+        return (isinstance(target, ast.Name) and target.id == "__slots__" and bool(self._scopes)
+                and self._scopes[-1] == "class")
+
+    def _check_slots(self, node: ast.AST, value: ast.AST | None) -> None:
+        """``__slots__`` must be a literal string or tuple/list of strings naming plain
+        attributes (no dunder slots such as ``__dict__``); :mod:`.guards` checks it again
+        when the class is built."""
+        items = value.elts if isinstance(value, (ast.Tuple, ast.List)) else [value]
+        for item in items:
+            name = item.value if isinstance(item, ast.Constant) and isinstance(item.value, str) else None
+            if name is None or not name.isidentifier() or (name.startswith("__") and name.endswith("__")):
+                self.error(node, "__slots__ must be a literal tuple of plain attribute names in the sandbox")
+                return
 
     def visit_Call(self, node: ast.Call):
         """``f(*args, **kw)`` stays a native call (``_apply_`` only calls ``f``); ``exec``
@@ -174,6 +195,11 @@ class SpadePolicy(RestrictingNodeTransformer):
         (annotations are never needed to run a program)."""
         if self._scopes and self._scopes[-1] == "class":
             # class bodies keep annotations: dataclasses and NamedTuple read them
+            if self._is_slots(node.target) and node.value is not None:
+                self._check_slots(node, node.value)
+                node.value = self.visit(node.value)
+                node.annotation = ast.Constant(None)
+                return node
             if isinstance(node.target, ast.Name):
                 self.check_name(node.target, node.target.id)
             return self.node_contents_visit(node)

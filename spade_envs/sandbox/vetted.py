@@ -84,6 +84,9 @@ ALLOW: dict[str, str] = {
     "abc": "ABC abstractmethod abstractproperty abstractclassmethod abstractstaticmethod",
     "dataclasses": """FrozenInstanceError InitVar KW_ONLY MISSING asdict astuple dataclass field
         fields is_dataclass replace""",
+    # constants only (SPADE's games read sys.maxsize as "infinity"): no modules, path, argv,
+    # stdout, exit, settrace, getrecursionlimit setters or anything else of the real sys
+    "sys": "maxsize float_info version_info maxunicode byteorder",
     "__future__": """annotations absolute_import division generator_stop generators nested_scopes
         print_function unicode_literals with_statement""",
 }
