@@ -182,7 +182,7 @@ class StageChecks(StageRunner):
         if not tools:
             return "no tools (text-only environment)"
         notes = [f"{t['function']['name']}: {type_note(t)}" for t in tools if type_note(t)]
-        note = f"; note: {'; '.join(notes)} (JSON Schema types now)" if notes else ""
+        note = f"; note: {'; '.join(notes)} (normalised to JSON Schema)" if notes else ""
         return f"{len(tools)} valid tool spec(s): {', '.join(names)}{note}"
 
     def _stage_smoke(self, ctx: Context) -> str:

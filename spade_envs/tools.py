@@ -22,6 +22,7 @@ from typing import Any
 
 from . import schema_bounds
 from .errors import ToolSpecError
+from .schema_leniency import lift_property_required
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$")
 
@@ -118,6 +119,7 @@ def normalize_tool_spec(spec: Any) -> dict[str, Any]:
     if isinstance(fn, dict) and isinstance(fn.get("parameters"), dict):
         notes: list[str] = []
         params = _map_types(fn["parameters"], notes)
+        params = lift_property_required(params, notes)  # SPADE's loader runs "required": true on a property
         if notes:
             params["$comment"] = f"{TYPE_NOTE}: {', '.join(sorted(set(notes)))}"
             fn["parameters"] = params
