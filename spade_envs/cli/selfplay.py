@@ -130,6 +130,10 @@ def register(app: typer.Typer) -> None:
             raise fail(str(exc), 1 if show_plan or gpu else 2) from None
 
         say(f"spade selfplay: preset {cfg.preset}, model {cfg.model}, {cfg.rounds} rounds -> {cfg.out_dir}")
+        from ..registry.store import default_path
+
+        say(f"accepted environments are registered in {cfg.registry_path or default_path()}"
+            + ("" if cfg.registry_path else " (your registry; --set registry_path=FILE keeps them apart)"))
         before = None
         try:
             if heldout:
