@@ -205,10 +205,19 @@ class InProcessSession(EnvSession):
         return text
 
     def hint(self) -> str | None:
+        """The program's ``hint()``; None when it defines none, or when calling it without
+        arguments raises or gives no str (SPADE never calls it: such a hint is no hint)."""
         fn = getattr(self._env, "hint", None)
         if fn is None:
             return None
-        return check_text(guarded_call("hint()", fn), "hint()")
+        try:
+            return check_text(guarded_call("hint()", fn), "hint()")
+        except EnvProgramError:
+            return None
+        except EnvExecutionError as exc:
+            if exc.kind in ("error", "recursion"):
+                return None
+            raise
 
     def snapshot(self) -> Any:
         state = getattr(self._env, "_state", None)
