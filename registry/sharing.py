@@ -130,6 +130,9 @@ def merge_rows(registry: Any, rows: Iterable[dict[str, Any]], *, repo: str, comm
             res.skipped.append({"id": str(EnvId(*key)), "reason": f"same source as the published {EnvId(*hit)}"})
         elif hit is None:
             fresh[key] = r
+    set_total = getattr(progress, "set_total", None)  # a progress display that shows a known total
+    if set_total is not None:
+        set_total(len(fresh) if accept is not None else len(remote))
     # acceptance runs outside the transaction (it is slow); verdicts are local facts
     verdicts: dict[tuple[int, int], dict[str, Any]] = {}
     if accept is not None:

@@ -25,7 +25,7 @@ def register(app: typer.Typer) -> None:
 
         table = Table(title="spade seed suite: reference replay")
         for col in ("id", "class", "skill", "wins", "steps"):
-            table.add_column(col)
+            table.add_column(col, no_wrap=col == "id")
         total = wins_all = 0
         games = [r for r in seed_records() if is_multiplayer(r)]
         for rec in track([r for r in seed_records() if not is_multiplayer(r)], description="replaying"):

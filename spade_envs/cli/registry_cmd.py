@@ -170,18 +170,13 @@ def list_cmd(
     if as_json:
         _echo_json({"envs": envs})
         return
-    from rich.console import Console
-    from rich.table import Table
+    from ..textsafe import safe_text  # skill and class name come from programs
+    from .tables import print_table
 
-    table = Table(title=f"spade registry ({len(envs)} entries)")
-    for col in ("id", "version", "generation", "status", "skill", "class"):
-        table.add_column(col, no_wrap=col == "id")
-    from ..textsafe import safe_markup  # skill and class name come from programs
-
-    for e, r in zip(envs, recs):
-        table.add_row(e["id"], str(e["version"]), str(e["generation"]), e["status"], safe_markup(e["skill"] or ""),
-                      safe_markup(r.class_name))
-    Console().print(table)
+    rows = [(e["id"], str(e["version"]), str(e["generation"]), e["status"], safe_text(e["skill"] or ""),
+             safe_text(r.class_name)) for e, r in zip(envs, recs)]
+    print_table(f"spade registry ({len(envs)} entries)", ("id", "version", "generation", "status", "skill", "class"),
+                rows)
 
 
 @registry_app.command("show")

@@ -21,7 +21,9 @@ LICENSE_HELP = "dataset license (a Hugging Face license id: apache-2.0, mit, cc-
 
 @contextmanager
 def _progress(total: int | None, description: str) -> Iterator[Callable[[int], None]]:
-    """A rich progress bar on stderr (when it is a terminal); yields ``advance(n)``."""
+    """A rich progress bar on stderr (when it is a terminal); yields ``advance(n)``, whose
+    ``advance.set_total(n)`` sets the total once it is known (a pull knows it only after
+    the download: the rows new to this store)."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -29,7 +31,12 @@ def _progress(total: int | None, description: str) -> Iterator[Callable[[int], N
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True, disable=not console.is_terminal or (total is not None and total < 2)) as bar:
         task = bar.add_task(description, total=total)
-        yield lambda n=1: bar.advance(task, n)
+
+        def advance(n: int = 1) -> None:
+            bar.advance(task, n)
+
+        advance.set_total = lambda n: bar.update(task, total=n, visible=n >= 2)  # type: ignore[attr-defined]
+        yield advance
 
 
 def pull_acceptance() -> Callable[[str, str], dict[str, Any]]:
