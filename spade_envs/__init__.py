@@ -27,9 +27,21 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'spade_envs' has no attribute {name!r}")
 
 
+def _quiet_latest_version_notice() -> None:
+    """``gym.make("spade/Env-00001")`` means the latest version by design (DESIGN.md
+    section 4), so Gymnasium's "Using the latest versioned environment" notice is noise
+    here: filter exactly that notice, for ``spade/`` ids only (Python's warnings filter;
+    other packages' ids keep it)."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message=r"(\x1b\[[0-9;]*m)?WARN: Using the latest versioned environment `spade/",
+                            category=UserWarning)
+
+
 def _register() -> None:
     from .registry.gym_registration import register_all
 
+    _quiet_latest_version_notice()
     register_all()
 
 
