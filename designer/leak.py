@@ -29,6 +29,15 @@ hostile observation such as thousands of dashes costs one scan.
 ``done`` in SPADE's multi-turn tool-use envs, whose feedback names ``<answer>done</answer>``)
 is part of the protocol, not a secret of one episode; the caller passes it in ``shared``.
 
+**Options exception.** An answer is not leaked by an occurrence that is one item of a
+list of at least :data:`MIN_OPTIONS` options shown together (a who-did-it puzzle must name
+its suspects, a multiple-choice question its choices): items separated by commas,
+semicolons, ``|``, ``/``, ``or`` or choice labels (``A) .. B) ..``) on one line (after an
+optional ``Label:``), or lines
+of a bulleted/numbered list; an item is the answer itself, optionally with a label
+(``A)``, ``2.``, ``-``) and followed by a bracketed or dashed remark. Every occurrence
+must be such an item; one elsewhere ("the culprit is Plum") is a leak.
+
 **Vocabulary exception.** A secret that also appears in the reset observation of another
 seed whose own solution does not contain it belongs to the task's vocabulary (a listed
 option, a fixed word of the prompt), not to this episode's answer, and is not checked.
@@ -46,6 +55,15 @@ from spade_envs.actions import extract_answer, extract_boxed, solution_to_action
 MAX_BOXED_ACTIONS = 2
 #: moves of a sequence secret
 SEQUENCE_MOVES = 4
+#: fewest options shown together for the options exception
+MIN_OPTIONS = 3
+#: longest option item (characters) and most occurrences of one secret examined
+MAX_OPTION_CHARS, MAX_OCCURRENCES = 80, 64
+
+#: item separators (no unbounded repetition: linear); items are stripped afterwards
+_SEPARATORS = re.compile(r"[,;|/]|\bor\b|\s(?=\(?[A-Z][.)]\s)")
+_ITEM_LABEL = re.compile(r"^\s*(?:[-*\u2022]|\(?[A-Za-z0-9]{1,2}[.):])\s+")
+_REMARK_START = "([-:\u2013\u2014"
 
 
 _TOKEN = re.compile(r"[A-Za-z0-9]+")
@@ -68,6 +86,61 @@ class Secret:
             m = self.pattern.search(text)
             return (m.start(), m.end()) if m else None
         return _find_sequence(self.moves, text)
+
+    def search_unlisted(self, text: str) -> tuple[int, int] | None:
+        """The first occurrence that is not one of several listed options (the options
+        exception of the module docstring), or None."""
+        if self.pattern is None:
+            return _find_sequence(self.moves, text)
+        for k, m in enumerate(self.pattern.finditer(text)):
+            if k >= MAX_OCCURRENCES or not _is_listed_option(text, m.start(), m.end()):
+                return m.start(), m.end()
+        return None
+
+
+def _item_is(item: str, secret: str) -> bool:
+    """``item`` (one option) is ``secret``, maybe labelled and followed by a remark."""
+    item = _ITEM_LABEL.sub("", item, count=1).strip().strip("\"'*`").strip()
+    if len(item) > MAX_OPTION_CHARS:
+        return False
+    if item.casefold() == secret.casefold():
+        return True
+    head, rest = item[: len(secret)], item[len(secret) :].lstrip()
+    return head.casefold() == secret.casefold() and rest[:1] in _REMARK_START and rest != ""
+
+
+def _is_listed_option(text: str, start: int, end: int) -> bool:
+    """True when ``text[start:end]`` is one item of a list of >= MIN_OPTIONS options."""
+    secret = " ".join(text[start:end].split())
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end < 0 else line_end
+    line = text[line_start:line_end]
+    if len(line) <= 4000:  # inline: "Suspects: Plum, Green, Mustard"
+        colon = line.rfind(":", 0, start - line_start)
+        body_start = colon + 1 if colon >= 0 else 0
+        parts, pos, target = [], body_start, None
+        for sep in _SEPARATORS.finditer(line, body_start):
+            parts.append((pos, sep.start()))
+            pos = sep.end()
+        parts.append((pos, len(line)))
+        items = [line[a:b] for a, b in parts if line[a:b].strip()]
+        target = next((line[a:b] for a, b in parts if a <= start - line_start and end - line_start <= b), None)
+        if len(items) >= MIN_OPTIONS and target is not None and _item_is(target, secret) \
+                and all(len(i.strip()) <= MAX_OPTION_CHARS for i in items):
+            return True
+    # a bulleted or numbered list: this line and its neighbours are items
+    if not _ITEM_LABEL.match(line) or not _item_is(line, secret):
+        return False
+    lines = text.split("\n") if len(text) <= 65536 else []
+    index = text.count("\n", 0, line_start)
+    run = 1
+    for step in (-1, 1):
+        j = index + step
+        while 0 <= j < len(lines) and _ITEM_LABEL.match(lines[j]):
+            run += 1
+            j += step
+    return run >= MIN_OPTIONS
 
 
 def _find_sequence(moves: tuple[tuple[str, ...], ...], text: str) -> tuple[int, int] | None:
@@ -186,7 +259,7 @@ def find_leak(
         if any(secret.search(obs) and not secret.search(sol) for obs, sol in others):
             continue
         for obs in observations:
-            m = secret.search(obs)
+            m = secret.search_unlisted(obs)
             if m:
                 lo, hi = max(0, m[0] - 30), min(len(obs), m[1] + 30)
                 return secret.label, obs[lo:hi].replace("\n", " ")
