@@ -89,3 +89,19 @@ def store_lookup(eid: "EnvId") -> "EnvRecord | None":
     if target is not None:
         notify(eid, target, shadowed=True)
     return rec
+
+
+def _resolve_for_envs(env_id: "str | EnvId", version: int | None = None) -> "EnvRecord":
+    """:func:`.catalog.resolve`, as environment code reaches it (:mod:`spade_envs.records`)."""
+    from .catalog import resolve
+
+    return resolve(env_id, version)
+
+
+def _install() -> None:
+    from ..records import install_resolver
+
+    install_resolver(_resolve_for_envs)
+
+
+_install()

@@ -204,9 +204,9 @@ def make_aec(env_id: str | None = None, *, source: str | None = None, render_mod
     A single-player environment id raises :class:`EnvProgramError` pointing to
     ``gym.make``; a simultaneous-move game comes back through ``parallel_to_aec``."""
     if env_id is not None and source is None:
-        from ..registry.catalog import resolve
+        from ..records import resolve_record
 
-        record = resolve(env_id)
+        record = resolve_record(env_id)
         if not is_multiplayer(record):
             raise EnvProgramError(f"{env_id} is a single-player environment: use gym.make({env_id!r})")
     game = _open(env_id, source, kwargs)

@@ -289,9 +289,9 @@ def open_game(
         raise ValueError("give exactly one of env_id or source=")
     trusted = False
     if env_id is not None:
-        from ..registry.catalog import resolve
+        from ..records import resolve_record
 
-        record = resolve(env_id)
+        record = resolve_record(env_id)
         source, trusted = record.source, record.trusted
         filename = filename or record.metadata.get("file", str(record.env_id))
     assert source is not None
