@@ -12,6 +12,11 @@ time), ``candidates_per_s_inprocess`` (baseline, one at a time, no isolation),
 ``ratio_seeds_accepted``, ``ratio_mutants_rejected``, ``ratio_mutants_expected_stage``
 (rejected at the stage their operator aims at), ``mutants_per_s`` and
 ``mutant_rejections_by_stage`` (stage -> count; ``accepted`` for survivors).
+
+With a sandbox, the figures of :mod:`.bench_pool` come first: SPADE-format programs judged
+per second on the ``spade registry import-pool`` path (fresh judging processes, programs
+no cache has seen), one process and one per core in the same run, and their ratio
+(``spade_programs_per_s``, ``ratio_spade_per_s_vs_workers_x_one_worker``, ...).
 """
 
 from __future__ import annotations
@@ -70,7 +75,13 @@ def run(quick: bool = False) -> dict[str, Any]:
         expected += outcome(report) in mutant.expect
     mutant_s = time.perf_counter() - t0
     n = max(1, len(mutants))
+    pool: dict[str, Any] = {}
+    if sandboxed is not None:  # SPADE-format programs on the import-pool path (fresh processes)
+        from .bench_pool import run as pool_run
+
+        pool = pool_run(quick=quick)
     return {
+        **pool,
         "runtime": "sandbox" if sandboxed is not None else "inprocess",
         "parallel_lanes": parallel,
         "n_candidates": len(sources) * rounds,
