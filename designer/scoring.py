@@ -62,8 +62,8 @@ def score_sources(agent: Any, items: list[tuple], config: ScoreConfig | None = N
         eps = episodes[k * per:(k + 1) * per]
         hinted, plain = eps[:cfg.n_hint], eps[cfg.n_hint:]
         errors = [e.error for e in eps if e.error]
-        out.append(RegretEstimate.from_rewards(
-            [e.episode_return for e in hinted], [e.episode_return for e in plain],
+        out.append(RegretEstimate.from_episodes(  # terminal rewards; a win: terminated, reward > 0
+            hinted, plain,
             extra={"errors": len(errors), "first_error": errors[0] if errors else None,
                    "seeds": [cfg.base_seed + i for i in range(max(cfg.n_hint, cfg.n))],
                    "mean_turns": sum(e.turns for e in eps) / len(eps)},

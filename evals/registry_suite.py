@@ -247,12 +247,14 @@ def _applicable(block: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Aggregates: success rate (Wilson 95% CI), state/response/end-state rates, mean
-    process accuracy, and per-skill / per-generation breakdowns."""
+    """Aggregates: success rate (Wilson 95% CI), mean terminal reward, state/response/end-state
+    rates, mean process accuracy, and per-skill / per-generation breakdowns."""
 
     def block(rs: Sequence[dict[str, Any]]) -> dict[str, Any]:
         return {
             "success": rate_summary(r["passed"] for r in rs),
+            # SPADE's episode reward (a time-shaped 0.64 win counts 0.64) beside success (reward >= 1)
+            "mean_terminal_reward": mean_summary(r["return"] for r in rs)["mean"],
             "state_ok": _applicable(rate_summary(r["state_ok"] for r in rs)),
             "response_ok": _applicable(rate_summary(r["response_ok"] for r in rs)),
             "end_state_acc": (rate_summary(r["end_state_ok"] for r in rs)["rate"]
