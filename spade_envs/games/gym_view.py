@@ -17,6 +17,8 @@ or a callable ``policy(observation, legal_actions) -> str``; see
   appears); ``info`` is the game's info of the last move plus ``opponent_moves`` (how many
   moves the opponents made this step) and ``game_moves`` (moves of all players since reset,
   what the game's own ``max_turns`` counts).
+- For a game that lists its legal moves (``legal_actions()``), ``info`` of ``reset`` and
+  ``step`` carries ``legal_actions``: the agent's legal moves now (``[]`` once it is over).
 - The ``"random"`` opponent is seeded from the episode seed, so ``reset(seed=s)`` replays
   the same game; ``solution()`` is the game's scripted move for the agent's seat.
 """
@@ -85,7 +87,7 @@ class GameViewSession(EnvSession):
                     simultaneous=self.game.simultaneous)
         if moves:
             info["opponent_moves"] = moves
-        return self.game.observe(self.seat), info
+        return self.game.observe(self.seat), self._with_legal(info)
 
     def step(self, action: str) -> StepResult:
         game = self.game
@@ -106,7 +108,16 @@ class GameViewSession(EnvSession):
                 info.update(last_info)
                 info["opponent_moves"] = moves
         info["game_moves"] = self.moves
-        return self.game.observe(self.seat), max(-1.0, min(1.0, reward)), terminated, truncated and not terminated, info
+        return (self.game.observe(self.seat), max(-1.0, min(1.0, reward)), terminated, truncated and not terminated,
+                self._with_legal(info))
+
+    def _with_legal(self, info: dict[str, Any]) -> dict[str, Any]:
+        """``info["legal_actions"]``: the agent's legal moves now, for a game that lists them
+        (``[]`` once the game is over)."""
+        if "legal_actions" in self.game.info.methods:
+            legal = None if self._ended else self.game.legal_actions(self.seat if self.game.simultaneous else None)
+            info["legal_actions"] = list(legal or [])
+        return info
 
     # -- extras ------------------------------------------------------------------------
     def solution(self) -> str:
