@@ -101,7 +101,7 @@ class SelfPlayConfig:
     sandbox_seeds: bool = False  #: run the seed suite in the sandbox too
 
     # -- designer role ----------------------------------------------------------------------
-    designer: str = "policy"  #: ``policy`` (the trained model) or ``scripted:seed-variants``
+    designer: str = "policy"  #: ``policy`` (the trained model), ``scripted:seed-variants`` or ``off`` (fixed environments: no proposals)
     designer_every: int = 1  #: designer regeneration every N rounds (SPADE: every 4 rollouts)
     designer_prompts: int = 1  #: designer prompts (skill x document) per regeneration
     designer_group_size: int = 2  #: candidates per prompt = designer GRPO group
@@ -139,6 +139,8 @@ class SelfPlayConfig:
     plot: bool = True  #: write metrics.png after each round
 
     def __post_init__(self) -> None:
+        if self.designer == "off":  # the fixed-environment baseline: the train split's seeds only
+            self.designer_prompts = 0
         self.validate()
 
     def validate(self) -> None:
@@ -178,8 +180,8 @@ class SelfPlayConfig:
             raise SelfPlayConfigError(f"vllm_mode must be colocate or server, got {self.vllm_mode!r}")
         if self.reward_mode not in ("regret", "blend", "solve_rate"):
             raise SelfPlayConfigError(f"reward_mode must be regret, blend or solve_rate, got {self.reward_mode!r}")
-        if self.designer != "policy" and not self.designer.startswith("scripted:"):
-            raise SelfPlayConfigError(f"designer must be 'policy' or 'scripted:NAME', got {self.designer!r}")
+        if self.designer not in ("policy", "off") and not self.designer.startswith("scripted:"):
+            raise SelfPlayConfigError(f"designer must be 'policy', 'off' or 'scripted:NAME', got {self.designer!r}")
         if self.prefix_sliding is not None and (len(self.prefix_sliding) != 2 or int(self.prefix_sliding[1]) < 1):
             raise SelfPlayConfigError("prefix_sliding must be [P, W] with W >= 1")
         if self.seed_skills is not None and not self.seed_skills:
