@@ -19,11 +19,21 @@ from .errors import (  # noqa: E402
 )
 
 
+#: Interop entry points, imported on first use: ``load_environment`` (verifiers /
+#: Environments Hub), ``create_dataset`` and ``score_answer`` (reasoning-gym's shape).
+_INTEROP = {"load_environment": ".integrations.verifiers", "create_dataset": ".answer_datasets",
+            "score_answer": ".answer_datasets"}
+
+
 def __getattr__(name: str):
     if name == "ToolUseBaseEnv":  # lazily: the tool base class pulls in jsonschema
         from .toolbase import ToolUseBaseEnv
 
         return ToolUseBaseEnv
+    if name in _INTEROP:
+        import importlib
+
+        return getattr(importlib.import_module(_INTEROP[name], __name__), name)
     raise AttributeError(f"module 'spade_envs' has no attribute {name!r}")
 
 
@@ -76,6 +86,13 @@ def make_aec(env_id: str, **kwargs):
     return _make_aec(env_id, **kwargs)
 
 
+def make_parallel(env_id: str, **kwargs):
+    """PettingZoo Parallel environment for a multi-player game (see spade_envs.games)."""
+    from .games.pettingzoo import make_parallel as _make_parallel
+
+    return _make_parallel(env_id, **kwargs)
+
+
 __all__ = [
     "EnvExecutionError",
     "EnvProgramError",
@@ -83,8 +100,12 @@ __all__ = [
     "ToolSpecError",
     "ToolUseBaseEnv",
     "UnknownEnvironmentError",
+    "create_dataset",
     "list_envs",
+    "load_environment",
     "make_aec",
+    "make_parallel",
+    "score_answer",
     "refresh",
     "__version__",
 ]
