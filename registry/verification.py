@@ -1,8 +1,10 @@
 """Verified and unverified entries: which registry entries have a replayed win.
 
 A program without ``solution()`` is accepted (SPADE requires only ``reset`` and ``step``)
-but nothing replayed a win, so its solvability is unverified. Acceptance says so in its
-``solution_replay`` verdict (detail :data:`NO_REFERENCE`) and the registry CLI stores
+but nothing replayed a win, so its solvability is unverified; so is a program whose
+``solution()`` no reader replays to a win (SPADE never replays it). Acceptance says so with
+the ``verified`` flag of its report and of its ``solution_replay`` verdict (entries stored
+before the flag: detail :data:`NO_REFERENCE`) and the registry CLI stores
 ``metadata["verified"] = False``; no schema column is involved. Self-play and evals call
 :func:`verified_only` to skip unverified entries unless asked to include them.
 """
@@ -23,7 +25,8 @@ def is_verified(record: Any) -> bool:
     if meta.get("verified") is False:
         return False
     for stage in meta.get("acceptance") or []:
-        if isinstance(stage, dict) and stage.get("name") == "solution_replay" and stage.get("detail") == NO_REFERENCE:
+        if isinstance(stage, dict) and stage.get("name") == "solution_replay" and (
+                stage.get("verified") is False or stage.get("detail") == NO_REFERENCE):  # the flag; the text for old entries
             return False
     return True
 

@@ -50,8 +50,15 @@ def _echo_json(obj: Any) -> None:
 def _verdicts(report: Any) -> list[dict[str, Any]]:
     return [{"name": str(getattr(s, "name", s.get("name") if isinstance(s, dict) else s)),
              "ok": bool(getattr(s, "ok", s.get("ok") if isinstance(s, dict) else False)),
-             "detail": str(getattr(s, "detail", s.get("detail", "") if isinstance(s, dict) else ""))}
+             "detail": str(getattr(s, "detail", s.get("detail", "") if isinstance(s, dict) else "")),
+             **_verified_flag(s)}
             for s in (getattr(report, "stages", None) or [])]
+
+
+def _verified_flag(stage: Any) -> dict[str, bool]:
+    """The ``solution_replay`` stage's ``verified`` flag, stored with the verdict (issue 29)."""
+    flag = stage.get("verified") if isinstance(stage, dict) else getattr(stage, "verified", None)
+    return {} if flag is None else {"verified": bool(flag)}
 
 
 def acceptance_runner(reg: Any, replaces: str | None = None) -> Callable[[str, str], dict[str, Any]]:
