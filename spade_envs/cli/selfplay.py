@@ -83,6 +83,7 @@ def register(app: typer.Typer) -> None:
         rounds: Optional[int] = typer.Option(None, "--rounds", help="total rounds"),
         out: Optional[Path] = typer.Option(None, "--out", help="output folder"),
         model: Optional[str] = typer.Option(None, "--model", help="model: default, tiny-random or a local folder"),
+        designer: Optional[str] = typer.Option(None, "--designer", help="policy, off (fixed environments) or scripted:NAME"),
         resume: bool = typer.Option(False, "--resume", help="continue from the latest checkpoint in --out"),
         push_to_hub: Optional[str] = typer.Option(None, "--push-to-hub", help="dataset repo to push each generation to"),
         sets: list[str] = typer.Option([], "--set", help="any setting, KEY=VALUE (repeatable)"),
@@ -100,7 +101,8 @@ def register(app: typer.Typer) -> None:
         if config is not None and not config.is_file():
             raise fail(f"{config}: no such config file", 2)
         try:
-            flags = {"rounds": rounds, "out_dir": str(out) if out else None, "model": model, "push_to_hub": push_to_hub}
+            flags = {"rounds": rounds, "out_dir": str(out) if out else None, "model": model, "push_to_hub": push_to_hub,
+                     "designer": designer}
             cfg = build_config(preset, config, **{**_parse_sets(sets), **{k: v for k, v in flags.items() if v is not None}})
         except SpadeError as exc:
             raise fail(str(exc), 2) from None
@@ -113,8 +115,11 @@ def register(app: typer.Typer) -> None:
         if heldout < 0 or (time_budget is not None and time_budget < 0):
             raise fail("--heldout and --time-budget must be >= 0", 2)
 
+        quiet = os.environ.get("RANK", "0") != "0"  # torchrun / accelerate launch: the main process speaks
+
         def say(text: str) -> None:  # plain lines, flushed: progress shows in logs and pipes too
-            print(text, file=sys.stderr, flush=True)
+            if not quiet:
+                print(text, file=sys.stderr, flush=True)
 
         from ..selfplay.plan import PlanError, check_fits, local_gpu, plan
 
@@ -161,6 +166,8 @@ def register(app: typer.Typer) -> None:
         from ..selfplay.report import compare_table, plain_summary
 
         summary["plain_summary"] = plain_summary(summary, _read_rows(summary["metrics"]), summary.get("heldout"))
+        if quiet:
+            return
         if as_json:
             typer.echo(json.dumps(summary, default=str, sort_keys=True))
         else:

@@ -133,6 +133,7 @@ class SelfPlayDesigner:
         self.runtime = runtime
         self.docs = Corpus(config.corpus).sample(64, seed=config.seed)
         self._memory = None
+        self.acc: Any = None  #: the accelerator when several processes run (verdicts from the main one)
 
     @property
     def memory(self) -> Any:
@@ -205,7 +206,7 @@ class SelfPlayDesigner:
 
         cfg = self.config
         index = self.memory.novelty_index() if cfg.novelty_check else None
-        acc = getattr(self.backend, "acc", None)
+        acc = getattr(self, "acc", None)
         verdicts = dist.on_main(acc, lambda: self._judge(props, index))
         for prop, (novelty, stages, rejected_at) in zip(props, verdicts):
             prop.novelty, prop.verdicts, prop.rejected_at = novelty, stages, rejected_at

@@ -124,7 +124,8 @@ def build_trainer(config: SelfPlayConfig) -> Any:
     from .trl_bridge import SelfPlayGRPOTrainer
 
     args = grpo_args(config)  # first: sets this rank's device (PartialState) and ZeRO-3 loading
-    model, tokenizer = load_policy(config, args.device)
+    with args.main_process_first(local=True, desc="model files"):  # one rank builds a cached model
+        model, tokenizer = load_policy(config, args.device)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     trainer = SelfPlayGRPOTrainer(model=model, reward_funcs=[reward_from_rollout], args=args,

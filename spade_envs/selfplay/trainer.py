@@ -120,7 +120,10 @@ class SelfPlayTrainer:
         self.scripted = designer_backend is None and config.designer == "scripted:seed-variants"
         if designer_backend is None:
             designer_backend = ScriptedSeedVariants(self.tokenizer) if self.scripted else self.backend
-        self.designer = SelfPlayDesigner(config, dist.ShardedBackend(designer_backend, self.acc), registry, runtime)
+        # the scripted designer is cheap and counts its calls: every rank runs all of it (same answers)
+        self.designer = SelfPlayDesigner(config, designer_backend if self.scripted else
+                                         dist.ShardedBackend(designer_backend, self.acc), registry, runtime)
+        self.designer.acc = self.acc  # acceptance is judged on the main process and broadcast
         self.buffer = ReplayBuffer(config.replay_capacity, config.replay_recent, config.replay_temperature,
                                    config.replay_min_priority)
         self.ledger = DesignerLedger(config.reward_mode, config.invalid_penalty, config.play_window,
@@ -323,6 +326,10 @@ class SelfPlayTrainer:
                 if hint:
                     wins_hint.append(est.win_rate_hint)
             row.update(mean_regret=_mean(regrets), win_rate_plain=_mean(wins_plain), win_rate_hint=_mean(wins_hint))
+            # the designer's learning signal: this round's valid proposals that, played this round, land in
+            # the frontier band (0 < plain win rate < 1 and regret > 0); shares are of all proposals
+            new = {p.env_id or "src:" + hashlib.sha256(p.source.encode()).hexdigest()[:16] for p in props if p.valid}
+            row["frontier"] = sum(e.key in new and 0 < w < 1 and g > 0 for e, w, g in zip(plays, wins_plain, regrets))
             row["scores_stored"] = self.registrar.store_scores(plays)
         t_play = time.perf_counter() - t1
         row.update(play_s=round(t_play, 3), rollout_tokens=tokens, generation_s=round(gen_s, 3),
@@ -388,7 +395,7 @@ class SelfPlayTrainer:
             "sources": self.rollout.sources, "hint_sources": self.hint_sources, "hint_cache": self.hint_cache,
             "plays": self.plays, "estimates": self.estimates, **self.registrar.state_dict(),
             "registry_next_generation": self.registry.next_generation(), "config": self.config.to_dict(),
-            "scripted_calls": getattr(self.designer.backend.inner, "calls", None),
+            "scripted_calls": getattr(self._designer_inner, "calls", None),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -401,5 +408,9 @@ class SelfPlayTrainer:
         self.hint_sources, self.hint_cache = dict(state["hint_sources"]), dict(state.get("hint_cache", {}))
         self.plays, self.estimates = dict(state.get("plays", {})), dict(state["estimates"])
         self.registrar.load_state_dict(state)
-        if state.get("scripted_calls") is not None and hasattr(self.designer.backend.inner, "calls"):
-            self.designer.backend.inner.calls = int(state["scripted_calls"])
+        if state.get("scripted_calls") is not None and hasattr(self._designer_inner, "calls"):
+            self._designer_inner.calls = int(state["scripted_calls"])
+
+    @property
+    def _designer_inner(self) -> Any:
+        return getattr(self.designer.backend, "inner", self.designer.backend)
