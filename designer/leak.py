@@ -29,14 +29,14 @@ hostile observation such as thousands of dashes costs one scan.
 ``done`` in SPADE's multi-turn tool-use envs, whose feedback names ``<answer>done</answer>``)
 is part of the protocol, not a secret of one episode; the caller passes it in ``shared``.
 
-**Options exception.** An answer is not leaked by an occurrence that is one item of a
-list of at least :data:`MIN_OPTIONS` options shown together (a who-did-it puzzle must name
-its suspects, a multiple-choice question its choices): items separated by commas,
-semicolons, ``|``, ``/``, ``or`` or choice labels (``A) .. B) ..``) on one line (after an
-optional ``Label:``), or lines
-of a bulleted/numbered list; an item is the answer itself, optionally with a label
-(``A)``, ``2.``, ``-``) and followed by a bracketed or dashed remark. Every occurrence
-must be such an item; one elsewhere ("the culprit is Plum") is a leak.
+**Options exception.** An answer is not leaked by an observation that lists it as one of
+at least :data:`MIN_OPTIONS` options shown together, all of which appear (a who-did-it
+puzzle must name its suspects, a multiple-choice question its choices; clues may then
+name the culprit like any other suspect): items separated by commas, semicolons, ``|``,
+``/``, ``or`` or choice labels (``A) .. B) ..``) on one line (after an optional
+``Label:``), or lines of a bulleted/numbered list; an item is the answer itself,
+optionally with a label (``A)``, ``2.``, ``-``) and followed by a bracketed or dashed
+remark. Without such a list, any occurrence is a leak.
 
 **Vocabulary exception.** A secret that also appears in the reset observation of another
 seed whose own solution does not contain it belongs to the task's vocabulary (a listed
@@ -88,14 +88,19 @@ class Secret:
         return _find_sequence(self.moves, text)
 
     def search_unlisted(self, text: str) -> tuple[int, int] | None:
-        """The first occurrence that is not one of several listed options (the options
-        exception of the module docstring), or None."""
+        """The first occurrence, unless one occurrence (of the first
+        :data:`MAX_OCCURRENCES`) is one of several listed options (the options exception
+        of the module docstring): then None."""
         if self.pattern is None:
             return _find_sequence(self.moves, text)
+        first = None
         for k, m in enumerate(self.pattern.finditer(text)):
-            if k >= MAX_OCCURRENCES or not _is_listed_option(text, m.start(), m.end()):
-                return m.start(), m.end()
-        return None
+            if k >= MAX_OCCURRENCES:
+                break
+            if _is_listed_option(text, m.start(), m.end()):
+                return None
+            first = first or (m.start(), m.end())
+        return first
 
 
 def _item_is(item: str, secret: str) -> bool:
