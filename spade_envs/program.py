@@ -143,16 +143,23 @@ def _read_metadata(tree: ast.Module, filename: str) -> dict[str, Any]:
     return {}
 
 
-#: modules SPADE's programs import that exist only as aliases (SPADE's loader puts its
-#: base-class module in ``sys.modules`` under this name): ``name -> exported names``
-ALIAS_MODULES: dict[str, tuple[str, ...]] = {"tool_use_base_env": ("ToolUseBaseEnv",)}
+#: modules programs import that exist only as aliases: ``name -> exported names``.
+#: ``tool_use_base_env`` is SPADE's (its loader puts its base-class module in
+#: ``sys.modules`` under that name); ``spade_answers`` holds the seeds' shared answer
+#: reader (:mod:`spade_envs.loose_answers`)
+ALIAS_MODULES: dict[str, tuple[str, ...]] = {"tool_use_base_env": ("ToolUseBaseEnv",),
+                                             "spade_answers": ("loose_answer",)}
+
+#: where each alias module's names live (a module of this package)
+_ALIAS_SOURCES = {"tool_use_base_env": "toolbase", "spade_answers": "loose_answers"}
 
 
 def alias_module_attrs(name: str) -> dict[str, Any]:
     """The objects an alias module of :data:`ALIAS_MODULES` exports."""
-    from . import toolbase
+    import importlib
 
-    return {attr: getattr(toolbase, attr) for attr in ALIAS_MODULES[name]}
+    module = importlib.import_module(f".{_ALIAS_SOURCES[name]}", __package__)
+    return {attr: getattr(module, attr) for attr in ALIAS_MODULES[name]}
 
 
 def install_alias_modules() -> None:

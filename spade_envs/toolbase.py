@@ -26,7 +26,9 @@ Rewards: 1.0 for a correct answer, -0.1 for a format error (no call and no answe
 multi-turn env that keeps ``_user_messages`` and ``_current_msg`` names the pending step.
 
 Deliberate differences from SPADE's class: arguments are schema-checked before a tool
-runs, and nothing reveals ``solution()`` on truncation.
+runs, and nothing reveals ``solution()`` on truncation. Extensions a subclass may use
+(SPADE's programs never need them): ``read_loose_answer`` (an easy level taking a plain
+answer), ``prefetched_calls`` and ``fit_turns_to_solution``.
 """
 
 from __future__ import annotations
@@ -119,10 +121,40 @@ class ToolUseBaseEnv:
         self._call_history.append({"name": name, "arguments": dict(arguments), "result": result})
         return {"output": result, "returncode": 0}
 
+    # -- spade-envs extensions (SPADE's class has none of these; all are optional) --------
+    def read_loose_answer(self, text: str) -> Any:
+        """The answer of a reply with neither ``<answer>`` nor ``<tool_call>``, or None.
+
+        None by default (such a reply is a format error, as in SPADE). An easy level may
+        return e.g. ``loose_answer(text)`` (``from spade_answers import loose_answer``): a
+        right plain answer then wins like ``<answer>``, a wrong one is a format error."""
+        return None
+
+    def prefetched_calls(self) -> str:
+        """The reference solution's tool calls, made now, with their results: a block to
+        append to an easy level's task ("these calls were already made for you")."""
+        lines = []
+        for call in parse_tool_calls(self.solution()):
+            if call.error:
+                continue
+            args = ", ".join(f"{k}={v!r}" for k, v in call.arguments.items())
+            lines.append(f"  {call.name}({args}) -> {getattr(self, 'tool_' + call.name)(**call.arguments)}")
+        return "\nThese tool calls were already made for you (with their results):\n" + "\n".join(lines)
+
+    def fit_turns_to_solution(self, asked: int) -> None:
+        """Allow at least the reference solution's tool calls plus one answer turn
+        (``max_turns`` = ``asked`` or more)."""
+        self.max_turns = max(int(asked), self.solution().count("<tool_call>") + 2)
+
     def step(self, action: str) -> tuple[str, float, bool, bool, dict]:
         action = action if isinstance(action, str) else str(action)
         self.agent_turns = getattr(self, "agent_turns", 0) + 1
         out_of_agent_turns = self.agent_turns >= getattr(self, "max_agent_turns", self.DEFAULT_AGENT_TURNS)
+        if "<answer>" not in action and "<tool_call>" not in action:
+            loose = self.read_loose_answer(action)
+            if loose is not None and self._check_answer(loose):
+                self.turn_count += 1
+                return "Correct!", 1.0, True, False, {}
         answer = extract_answer(action)
         calls = [] if answer is not None else parse_tool_calls(action)
         if answer is not None or all(c.error for c in calls):  # also true when no call

@@ -2,6 +2,7 @@
 
 import random
 import re
+from spade_answers import loose_answer
 
 METADATA = {
     "name": "Modular Lock",
@@ -39,15 +40,6 @@ LEVELS = {
     3: ([3, 4, 5, 7, 11, 13, 17, 19, 23], [3, 4], 500),
     4: ([5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47], [6, 7], 10**8),
 }
-
-
-def _loose_number(text):
-    """The one \\boxed{} number of a reply, else the last number of a reply with few numbers."""
-    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
-    if boxed:
-        return boxed.pop() if len(boxed) == 1 else None
-    found = re.findall(r"-?\d+", text)
-    return found[-1] if found and len(set(found)) <= 6 else None
 
 
 class ModularLockEnv:
@@ -108,7 +100,7 @@ class ModularLockEnv:
         self._turn += 1
         m = re.search(r"\\boxed\{\s*(-?\d+)\s*\}", str(action))
         if self._loose and not m:
-            loose = _loose_number(str(action))
+            loose = loose_answer(str(action))
             m = re.match(r"(-?\d+)$", loose) if loose is not None else None
         if m and int(m.group(1)) == self._answer:
             self._done = True

@@ -3,6 +3,7 @@
 import math
 import random
 import re
+from spade_answers import loose_answer
 
 METADATA = {
     "name": "Lantern Count",
@@ -46,15 +47,6 @@ PARAMETERS = {'type': 'object',
 #: difficulty -> (divisibility rules, fewest and most lanterns, with an exception); 0 rules: all lit
 LEVELS = {0: (0, 3, 9, False), 1: (1, 9, 40, False), 2: (2, 40, 300, False), 3: (3, 2000, 99999, True),
           4: (5, 10**6, 10**7, True)}
-
-
-def _loose_number(text):
-    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
-    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
-    if boxed:
-        return boxed.pop() if len(boxed) == 1 else None
-    found = re.findall(r"-?\d+", text)
-    return found[-1] if found and len(set(found)) <= 6 else None
 
 
 class LanternCountEnv:
@@ -141,7 +133,7 @@ class LanternCountEnv:
         self._turn += 1
         found = re.findall(r"\\boxed\{\s*([0-9][0-9,]*)\s*\}", str(action))
         if not found and self._loose:
-            loose = _loose_number(str(action))
+            loose = loose_answer(str(action))
             found = [loose] if loose is not None and re.fullmatch(r"[0-9]+", loose) else []
         guess = int(found[-1].replace(",", "")) if found else None
         if guess == self._answer:

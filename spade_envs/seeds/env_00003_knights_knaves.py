@@ -3,6 +3,7 @@
 import random
 import re
 from itertools import product
+from spade_answers import loose_answer
 
 METADATA = {
     "name": "Knights and Knaves",
@@ -40,14 +41,6 @@ PARAMETERS = {'type': 'object',
 #: difficulty -> numbers of islanders (0: the read-off warm-up)
 LEVELS = {0: [3], 1: [3], 2: [4, 5], 3: [6, 7], 4: [9, 10]}
 
-
-def _loose_number(text):
-    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
-    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
-    if boxed:
-        return boxed.pop() if len(boxed) == 1 else None
-    found = re.findall(r"-?\d+", text)
-    return found[-1] if found and len(set(found)) <= 6 else None
 
 WORDS = {3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
 NAMES = ["Ada", "Bram", "Cleo", "Dov", "Esme", "Finn", "Gus", "Hal", "Iris", "Jude", "Kai", "Lena"]
@@ -178,7 +171,7 @@ class KnightsKnavesEnv:
         self._turn += 1
         found = re.findall(r"\\boxed\{([^{}]*)\}", str(action))
         if self.difficulty == 0:
-            loose = _loose_number(str(action)) if self._loose else (found[-1].strip() if len(found) == 1 else None)
+            loose = loose_answer(str(action)) if self._loose else (found[-1].strip() if len(found) == 1 else None)
             won = loose is not None and loose.strip() == self._answer
             truncated = not won and self._turn >= self.max_turns
             self._done = won or truncated

@@ -3,6 +3,7 @@
 import random
 import re
 from itertools import permutations
+from spade_answers import loose_answer
 
 METADATA = {
     "name": "Race Order",
@@ -39,14 +40,6 @@ PARAMETERS = {'type': 'object',
 LEVELS = {0: [7], 1: [3], 2: [4, 5], 3: [7], 4: [8]}
 WORDS = {3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}
 
-
-def _loose_number(text):
-    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
-    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
-    if boxed:
-        return boxed.pop() if len(boxed) == 1 else None
-    found = re.findall(r"-?\d+", text)
-    return found[-1] if found and len(set(found)) <= 6 else None
 
 RUNNERS = ["Amara", "Boris", "Chloe", "Dmitri", "Elena", "Farid", "Greta", "Hugo", "Ines", "Jonas", "Kira", "Leon"]
 N = 7
@@ -180,7 +173,7 @@ class RaceOrderEnv:
         self._turn += 1
         found = re.findall(r"\\boxed\{([^{}]*)\}", str(action))
         if self.difficulty == 0:
-            got = _loose_number(str(action)) if self._loose else (found[-1].strip() if len(found) == 1 else None)
+            got = loose_answer(str(action)) if self._loose else (found[-1].strip() if len(found) == 1 else None)
             won = got is not None and got.strip() == self._answer
             truncated = not won and self._turn >= self.max_turns
             self._done = won or truncated

@@ -2,6 +2,7 @@
 
 import random
 import re
+from spade_answers import loose_answer
 
 METADATA = {
     "name": "Pane Turns",
@@ -48,14 +49,6 @@ PARAMETERS = {'type': 'object',
 #: difficulty -> (cells of the piece, operations); 0: the one-cell warm-up
 LEVELS = {0: ((1, 1), (1, 1)), 1: ((4, 4), (1, 1)), 2: ((4, 5), (2, 3)), 3: ((5, 7), (4, 6)), 4: ((8, 9), (9, 12))}
 
-
-def _loose_number(text):
-    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
-    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
-    if boxed:
-        return boxed.pop() if len(boxed) == 1 else None
-    found = re.findall(r"-?\d+", text)
-    return found[-1] if found and len(set(found)) <= 6 else None
 
 SIZE = 7
 TURNS = {
@@ -164,7 +157,7 @@ class PaneTurnsEnv:
     def _parse(self, action):
         if self.difficulty == 0:
             found = re.findall(r"\\boxed\{([^{}]*)\}", str(action))
-            got = _loose_number(str(action)) if self._loose else (found[-1].strip() if len(found) == 1 else None)
+            got = loose_answer(str(action)) if self._loose else (found[-1].strip() if len(found) == 1 else None)
             return self._final if got is not None and got.strip() == self._answer else None
         found = re.findall(r"\\boxed\{([^{}]*)\}", str(action))
         if not found:

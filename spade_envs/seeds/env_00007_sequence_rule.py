@@ -2,6 +2,7 @@
 
 import random
 import re
+from spade_answers import loose_answer
 
 METADATA = {
     "name": "Sequence Rule",
@@ -46,15 +47,6 @@ LEVELS = {
     3: (None, SHOWN, 2),
     4: (["linear2", "cubic", "tribonacci", "digitsum"], 6, 2),
 }
-
-
-def _loose_number(text):
-    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
-    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
-    if boxed:
-        return boxed.pop() if len(boxed) == 1 else None
-    found = re.findall(r"-?\d+", text)
-    return found[-1] if found and len(set(found)) <= 6 else None
 
 
 class SequenceRuleEnv:
@@ -153,7 +145,7 @@ class SequenceRuleEnv:
         if self._loose and len(set(found)) > 1:
             nums = []
         elif self._loose and not found:
-            loose = _loose_number(str(action))
+            loose = loose_answer(str(action))
             nums = [int(loose)] if loose is not None and re.fullmatch(r"-?\d+", loose) else []
         if nums == self._next:
             self._done = True

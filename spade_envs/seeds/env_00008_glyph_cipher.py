@@ -3,6 +3,7 @@
 import random
 import re
 import string
+from spade_answers import loose_answer
 
 METADATA = {
     "name": "Glyph Cipher",
@@ -47,14 +48,6 @@ PARAMETERS = {'type': 'object',
 #: difficulty -> (word lengths, rearrangements composed); 0: the shift warm-up
 LEVELS = {0: ((1, 1), 0), 1: ((3, 3), 0), 2: ((4, 5), 1), 3: ((6, 8), 2), 4: ((10, 12), 3)}
 
-
-def _loose_number(text):
-    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
-    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
-    if boxed:
-        return boxed.pop() if len(boxed) == 1 else None
-    found = re.findall(r"-?\d+", text)
-    return found[-1] if found and len(set(found)) <= 6 else None
 
 ABC = string.ascii_uppercase
 
@@ -150,7 +143,7 @@ class GlyphCipherEnv:
         self._turn += 1
         found = re.findall(r"\\boxed\{([^{}]*)\}", str(action))
         if self.difficulty == 0:
-            got = _loose_number(str(action)) if self._loose else (found[-1].strip() if len(found) == 1 else None)
+            got = loose_answer(str(action)) if self._loose else (found[-1].strip() if len(found) == 1 else None)
             won = got is not None and got.strip() == self._answer
             truncated = not won and self._turn >= self.max_turns
             self._done = won or truncated

@@ -2,6 +2,7 @@
 
 import random
 import re
+from spade_answers import loose_answer
 
 METADATA = {
     "name": "Expedition Pack",
@@ -39,14 +40,6 @@ PARAMETERS = {'type': 'object',
                               'maximum': 40,
                               'default': 3,
                               'description': 'agent turns allowed'}}}
-
-def _loose_number(text):
-    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
-    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
-    if boxed:
-        return boxed.pop() if len(boxed) == 1 else None
-    found = re.findall(r"-?\d+", text)
-    return found[-1] if found and len(set(found)) <= 6 else None
 
 
 #: difficulty -> (fewest and most items, the greedy packing must fall short)
@@ -132,7 +125,7 @@ class ExpeditionPackEnv:
         truncated = self._turn >= self.max_turns
         words = [w.strip().lower() for w in re.split(r"[,;\n]| and ", found[-1])] if found else []
         if len(self._names) == 2:  # the warm-up asks for the best value
-            got = _loose_number(str(action)) if self._loose else (found[-1].strip() if len(found) == 1 else None)
+            got = loose_answer(str(action)) if self._loose else (found[-1].strip() if len(found) == 1 else None)
             won = got is not None and got.strip() == self._answer
             self._done = won or truncated
             return ("Optimal." if won else "That is not the best value."), float(won), won, truncated and not won, {}

@@ -3,6 +3,7 @@
 import random
 import re
 from itertools import permutations
+from spade_answers import loose_answer
 
 METADATA = {
     "name": "Courier Route",
@@ -43,15 +44,6 @@ LEVELS = {0: 1, 1: 2, 2: 4, 3: 6, 4: 7}
 STOPS = {1: "the one stop", 2: "each of the two stops", 3: "each of the three stops", 4: "each of the four stops",
          5: "each of the five stops", 6: "each of the six stops", 7: "each of the seven stops",
          8: "each of the eight stops"}
-
-
-def _loose_number(text):
-    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
-    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
-    if boxed:
-        return boxed.pop() if len(boxed) == 1 else None
-    found = re.findall(r"-?\d+", text)
-    return found[-1] if found and len(set(found)) <= 6 else None
 
 
 class CourierRouteEnv:
@@ -117,7 +109,7 @@ class CourierRouteEnv:
         self._turn += 1
         found = re.findall(r"\\boxed\{\s*(\d+)\s*(?:km)?\s*\}", str(action))
         if self._loose and not re.search(r"\\boxed\{", str(action)):
-            loose = _loose_number(str(action))
+            loose = loose_answer(str(action))
             found = [loose] if loose is not None and loose.isdigit() else []
         guess = int(found[-1]) if found else None
         if guess == self._best:

@@ -2,6 +2,7 @@
 
 import random
 import re
+from spade_answers import loose_answer
 
 METADATA = {
     "name": "Factory Counterfactual",
@@ -39,15 +40,6 @@ PARAMETERS = {'type': 'object',
 
 #: difficulty -> fewest and most variables
 LEVELS = {0: (2, 2), 1: (3, 3), 2: (4, 5), 3: (6, 7), 4: (8, 9)}
-
-
-def _loose_number(text):
-    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
-    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
-    if boxed:
-        return boxed.pop() if len(boxed) == 1 else None
-    found = re.findall(r"-?\d+", text)
-    return found[-1] if found and len(set(found)) <= 6 else None
 
 
 class FactoryCounterfactualEnv:
@@ -149,7 +141,7 @@ class FactoryCounterfactualEnv:
         self._turn += 1
         found = re.findall(r"\\boxed\{\s*(-?\d+)\s*\}", str(action).replace("\u2212", "-"))
         if self._loose and not re.search(r"\\boxed\{", str(action)):
-            loose = _loose_number(str(action).replace("\u2212", "-"))
+            loose = loose_answer(str(action).replace("\u2212", "-"))
             found = [loose] if loose is not None and re.fullmatch(r"-?\d+", loose) else []
         guess = int(found[-1]) if found else None
         if guess == self._answer:

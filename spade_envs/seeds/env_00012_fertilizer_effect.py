@@ -3,6 +3,7 @@
 import random
 import re
 from fractions import Fraction
+from spade_answers import loose_answer
 
 METADATA = {
     "name": "Fertilizer Effect",
@@ -46,15 +47,6 @@ PARAMETERS = {'type': 'object',
 
 #: difficulty -> choices of the number of strata
 LEVELS = {0: [1], 1: [1], 2: [2], 3: [3, 4], 4: [6, 7, 8]}
-
-
-def _loose_number(text):
-    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
-    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
-    if boxed:
-        return boxed.pop() if len(boxed) == 1 else None
-    found = re.findall(r"-?\d+", text)
-    return found[-1] if found and len(set(found)) <= 6 else None
 
 
 class FertilizerEffectEnv:
@@ -123,7 +115,7 @@ class FertilizerEffectEnv:
         self._turn += 1
         found = re.findall(r"\\boxed\{\s*([+-]?\d+(?:\.\d+)?)\s*(?:%|\\%|points|pp)?\s*\}", str(action).replace("\u2212", "-"))
         if self._loose and not re.search(r"\\boxed\{", str(action)):
-            loose = _loose_number(str(action).replace("\u2212", "-"))
+            loose = loose_answer(str(action).replace("\u2212", "-"))
             found = [loose] if loose is not None and re.fullmatch(r"[+-]?\d+", loose) else []
         guess = Fraction(found[-1]) if found else None
         if guess is not None and abs(guess - self._exact) <= Fraction(1, 20) + Fraction(1, 10 ** 9):

@@ -2,7 +2,7 @@
 
 import json
 import random
-import re
+from spade_answers import loose_answer
 
 METADATA = {
     "name": "Log Archive",
@@ -51,15 +51,6 @@ LEVELS = {
     3: ((2, 3), 0.6, (2, 3), (2_100, 900_000), 3, 2),
     4: ((5, 6), 0.9, (3, 4), (2_100, 900_000), 3, 2),
 }
-
-
-def _loose_number(text):
-    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
-    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
-    if boxed:
-        return boxed.pop() if len(boxed) == 1 else None
-    found = re.findall(r"-?\d+", text)
-    return found[-1] if found and len(set(found)) <= 6 else None
 
 
 class LogArchiveEnv(ToolUseBaseEnv):
@@ -154,31 +145,14 @@ class LogArchiveEnv(ToolUseBaseEnv):
             "<answer>total size in bytes of the files you archived</answer>."
         )
         if self.difficulty == 0:  # a read-off: every call made, its upshot stated, no tool left to call
-            obs += self._prefetched() + f"\nAll done: the answer is {self._expected_answer}."
+            obs += self.prefetched_calls() + f"\nAll done: the answer is {self._expected_answer}."
             self._tools = {}
-        self._fit_turns()
+        self.fit_turns_to_solution(self._turns_asked)
         return obs, {}
 
-    def _fit_turns(self):
-        """Every episode allows at least the reference solution's steps plus one."""
-        self.max_turns = max(self._turns_asked, self.solution().count("<tool_call>") + 2)
-    def _prefetched(self):
-        """Difficulty 0: the reference tool calls already made (and applied), listed under the task."""
-        lines = []
-        for block in re.findall(r"<tool_call>(.*?)</tool_call>", self.solution(), re.S):
-            call = json.loads(block)
-            args = ", ".join(f"{k}={v!r}" for k, v in call["arguments"].items())
-            lines.append(f"  {call['name']}({args}) -> {getattr(self, 'tool_' + call['name'])(**call['arguments'])}")
-        return "\nThese tool calls were already made for you (with their results):\n" + "\n".join(lines)
-
-    def step(self, action):
-        text = str(action)
-        if self._loose and "<answer>" not in text and "<tool_call>" not in text:
-            got = _loose_number(text)  # difficulty 0 also takes a plain final number
-            if got is not None and self._check_answer(got):
-                self.turn_count += 1
-                return "Correct!", 1.0, True, False, {}
-        return super().step(action)
+    def read_loose_answer(self, text):
+        """Difficulty 0 also takes a plain final answer."""
+        return loose_answer(text) if self._loose else None
 
     @staticmethod
     def _norm(path):

@@ -2,6 +2,7 @@
 
 import random
 import re
+from spade_answers import loose_answer
 
 METADATA = {
     "name": "Nim Duel",
@@ -42,15 +43,6 @@ PARAMETERS = {'type': 'object',
 #: difficulty -> (heaps, stones per heap, choices of k)
 LEVELS = {0: ((1, 1), (2, 5), [3, 4, 5]), 1: ((1, 1), (4, 12), [3, 4]), 2: ((2, 2), (2, 6), [3, 4]),
           3: ((2, 4), (2, 9), [3, 4, 5]), 4: ((5, 7), (5, 30), [5, 6, 7, 8, 9])}
-
-
-def _loose_number(text):
-    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
-    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
-    if boxed:
-        return boxed.pop() if len(boxed) == 1 else None
-    found = re.findall(r"-?\d+", text)
-    return found[-1] if found and len(set(found)) <= 6 else None
 
 
 class NimDuelEnv:
@@ -103,7 +95,7 @@ class NimDuelEnv:
     def _parse(self, action):
         m = re.search(r"\\boxed\{\s*(\d+)\s*[, ]\s*(\d+)\s*\}", str(action))
         if not m and self._loose and len(self._heaps) == 1:
-            count = _loose_number(str(action))
+            count = loose_answer(str(action))
             if count is not None and count.isdigit():
                 m = re.match(r"(\d+) (\d+)$", f"1 {count}")
         if not m:

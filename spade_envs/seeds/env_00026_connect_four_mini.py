@@ -2,6 +2,7 @@
 
 import random
 import re
+from spade_answers import loose_answer
 
 METADATA = {
     "name": "Mini Connect Four",
@@ -41,14 +42,6 @@ PARAMETERS = {'type': 'object',
 #: difficulty -> (columns, rows, stones in a row to win, blocked cells)
 LEVELS = {0: (3, 3, 3, (0, 0)), 1: (4, 4, 3, (0, 1)), 2: (5, 4, 3, (1, 2)), 3: (6, 5, 4, (1, 3)), 4: (8, 7, 5, (2, 5))}
 
-
-def _loose_number(text):
-    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
-    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
-    if boxed:
-        return boxed.pop() if len(boxed) == 1 else None
-    found = re.findall(r"-?\d+", text)
-    return found[-1] if found and len(set(found)) <= 6 else None
 
 COLS, ROWS, NEED = 6, 5, 4
 MARKS = ("X", "O")
@@ -143,7 +136,7 @@ class ConnectFourMiniEnv:
         self._turn += 1
         m = re.search(r"\\boxed\{\s*(\d+)\s*\}", str(action))
         if not m and self._loose and "\\boxed" not in str(action):
-            col = _loose_number(str(action))
+            col = loose_answer(str(action))
             m = re.match(r"(\d+)$", col) if col is not None else None
         col = int(m.group(1)) - 1 if m else -1
         rewards = [0.0, 0.0]

@@ -2,6 +2,7 @@
 
 import random
 import re
+from spade_answers import loose_answer
 
 METADATA = {
     "name": "Number Duel",
@@ -42,15 +43,6 @@ PARAMETERS = {'type': 'object',
 
 #: difficulty -> choices of the largest secret number
 LEVELS = {0: [4], 1: [8, 10], 2: [15, 20], 3: [31, 40, 50, 63], 4: [500, 1000]}
-
-
-def _loose_number(text):
-    """The one \\boxed{} answer of a reply, else the last number of a reply with few numbers."""
-    boxed = {b.strip() for b in re.findall(r"\\boxed\{([^{}]*)\}", text)}
-    if boxed:
-        return boxed.pop() if len(boxed) == 1 else None
-    found = re.findall(r"-?\d+", text)
-    return found[-1] if found and len(set(found)) <= 6 else None
 
 
 class NumberDuelEnv:
@@ -108,7 +100,7 @@ class NumberDuelEnv:
         self._turn += 1
         m = re.search(r"\\boxed\{\s*(\d+)\s*\}", str(action))
         if not m and self._loose and "\\boxed" not in str(action):
-            guess = _loose_number(str(action))
+            guess = loose_answer(str(action))
             m = re.match(r"(\d+)$", guess) if guess is not None else None
         rewards = [0.0, 0.0]
         if not m or not 1 <= int(m.group(1)) <= self._top:
