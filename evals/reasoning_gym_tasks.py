@@ -157,7 +157,8 @@ def dataset(name: str, config_json: str, seed: int = DATASET_SEED, size: int = D
     functions of seed and index)."""
     rg = rg_module()
     try:
-        return rg.create_dataset(name, seed=seed, size=size, **json.loads(config_json))
+        with _quiet():
+            return rg.create_dataset(name, seed=seed, size=size, **json.loads(config_json))
     except (TypeError, ValueError, AssertionError) as exc:
         raise SpadeError(f"reasoning-gym rejects the configuration of {name}: {exc or type(exc).__name__}") from None
 
@@ -165,7 +166,17 @@ def dataset(name: str, config_json: str, seed: int = DATASET_SEED, size: int = D
 def entry(name: str, config: dict[str, Any], index: int) -> dict[str, Any]:
     """Entry ``index % size`` of the task's dataset (question, answer, metadata)."""
     ds = dataset(name, json.dumps(config, sort_keys=True))
-    return ds[int(index) % len(ds)]
+    with _quiet():
+        return ds[int(index) % len(ds)]
+
+
+def _quiet() -> Any:
+    """Some generators print progress dots to stdout (``bf``): they go to stderr, so that
+    ``--json`` output stays one object."""
+    import contextlib
+    import sys
+
+    return contextlib.redirect_stdout(sys.stderr)
 
 
 def question_text(item: dict[str, Any]) -> str:

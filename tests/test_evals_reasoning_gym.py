@@ -162,3 +162,8 @@ def test_cli_json(tmp_path) -> None:  # noqa: ANN001
                           "--agent", "replay:reference", "--task", "nope", "--out", str(tmp_path / "b")],
                          capture_output=True, text=True, timeout=300)
     assert bad.returncode != 0 and "Traceback" not in bad.stderr and "nope" in bad.stderr
+
+
+def test_generators_that_print_keep_stdout_clean(capsys: pytest.CaptureFixture[str]) -> None:
+    rgt.entry("bf", {"difficulty": 2}, 7)  # reasoning-gym's bf compiler prints progress dots
+    assert capsys.readouterr().out == ""

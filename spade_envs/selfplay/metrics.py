@@ -1,5 +1,9 @@
 """Per-round metrics: ``metrics.jsonl`` (always), TensorBoard (when installed), ``metrics.png``.
 
+Every logged row gets its designer shares (:func:`shares`: accepted and frontier share of
+the round's proposals); the plot draws lines over rounds for designer acceptance, frontier
+share, regret, agent reward and win rates, and both roles' GRPO losses.
+
 TensorBoard (``tensorboard``, a pinned dependency) gets every numeric field of a row
 as ``selfplay/<key>`` at step = round, plus per-list means (advantages) as
 ``selfplay/<key>_mean`` and ``_abs_mean``; ``tensorboard --logdir OUT/tensorboard``.
@@ -13,15 +17,27 @@ import json
 from pathlib import Path
 from typing import Any
 
-#: the curves of the plot (key, title)
+#: the panels of the plot: (title, [(key, label), ...]); each key is one line over rounds
 PLOTTED = (
-    ("valid_rate", "designer valid rate"),
-    ("mean_regret", "mean regret"),
-    ("win_rate_plain", "agent win rate (no hint)"),
-    ("win_rate_hint", "agent win rate (hint)"),
-    ("novelty", "novelty"),
-    ("agent_loss", "agent GRPO loss"),
+    ("designer acceptance", [("accepted_share", "accepted / proposed")]),
+    ("designer learning signal", [("frontier_share", "in the frontier band / proposed")]),
+    ("regret of the plays", [("mean_regret", "mean regret")]),
+    ("agent reward", [("agent_reward", "mean reward"), ("win_rate_plain", "win rate (no hint)"),
+                      ("win_rate_hint", "win rate (hint)")]),
+    ("GRPO loss", [("agent_loss", "agent"), ("designer_loss", "designer")]),
+    ("novelty of proposals", [("novelty", "novelty")]),
 )
+
+
+def shares(row: dict[str, Any]) -> dict[str, float | None]:
+    """``accepted_share`` (valid / proposed) and ``frontier_share`` (proposals played in the
+    frontier band, 0 < plain win rate < 1 and regret > 0, / proposed) of a round; None in a
+    round without proposals."""
+    proposed = row.get("proposed") or 0
+    if not proposed:
+        return {"accepted_share": None, "frontier_share": None}
+    return {"accepted_share": round((row.get("valid") or 0) / proposed, 4),
+            "frontier_share": round((row.get("frontier") or 0) / proposed, 4)}
 
 
 class MetricsLogger:
@@ -56,6 +72,8 @@ class MetricsLogger:
         return [json.loads(line) for line in self.path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
     def log(self, row: dict[str, Any]) -> None:
+        """Append ``row`` after adding its :func:`shares` to it (in place)."""
+        row.update(shares(row))
         if not self.write:
             return
         with self.path.open("a", encoding="utf-8") as fh:
@@ -71,7 +89,8 @@ class MetricsLogger:
             self.writer.flush()
 
     def plot(self) -> Path | None:
-        """``metrics.png``: one panel per curve of :data:`PLOTTED` (None without data)."""
+        """``metrics.png``: one panel per entry of :data:`PLOTTED`, a line (with markers) per
+        key over rounds (None without data)."""
         rows = self.read()
         if not rows:
             return None
@@ -80,11 +99,16 @@ class MetricsLogger:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        fig, axes = plt.subplots(2, 3, figsize=(12, 6))
-        for ax, (key, title) in zip(axes.flat, PLOTTED):
-            pts = [(r["round"], r[key]) for r in rows if isinstance(r.get(key), (int, float))]
-            if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o")
+        fig, axes = plt.subplots(2, 3, figsize=(13, 6.5))
+        for ax, (title, curves) in zip(axes.flat, PLOTTED):
+            for key, label in curves:
+                pts = [(r["round"], r[key]) for r in rows if isinstance(r.get(key), (int, float))]
+                if pts:
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+            if not ax.lines:
+                ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+            elif len(curves) > 1:
+                ax.legend(fontsize=7)
             ax.set_title(title, fontsize=10)
             ax.set_xlabel("round")
         fig.tight_layout()

@@ -1,9 +1,9 @@
 """What a self-play run did, in plain words, and the held-out split before and after.
 
-:func:`heldout_compare` plays the held-out split (:func:`.learning_bench.heldout_tasks`:
-held-out seeds at their easiest level, fixed seeds) with the base model and with the
-run's checkpoint, same tasks and sampling seed, and returns both results per
-environment. :func:`plain_summary` turns a run summary (and that comparison) into
+:func:`heldout_compare` plays the sets of :func:`compare_sets` (the held-out split at
+level 0 and at level 1, and an external reasoning-gym sample; fixed seeds) with the base
+model and with the run's checkpoint, same tasks and sampling seed, and returns the level-0
+results per environment and every set's paired figures. :func:`plain_summary` turns a run summary (and that comparison) into
 sentences a new user can read: how many candidates the designer proposed, how many
 were accepted and registered with which regret, whether the agent earned reward,
 whether both roles got non-zero GRPO advantages, and the before/after table.
@@ -15,27 +15,71 @@ from pathlib import Path
 from typing import Any
 
 
+class Before(list):
+    """The untrained model's results: its level-0 held-out wins (a list of booleans, as
+    callers count them) plus every set's outcomes in ``sets``."""
+
+    sets: dict[str, list[Any]]
+
+
+def compare_sets(episodes: int, max_turns: int) -> dict[str, list[Any]]:
+    """The main job's sets: the held-out split at level 0 and at level 1 (``episodes`` each)
+    and an external sample: the first ``episodes`` reasoning-gym tasks at easy settings
+    that pass the external set's prompt rule (SPADE's order), one entry each (not screened:
+    the bench's external set, ``spade bench learning``, is chosen by the screening rule)."""
+    from . import learning_sets as ls
+
+    out = {f"heldout_level{k}": ls.heldout_tasks(k, episodes, max_turns)[0] for k in (0, 1)}
+    try:
+        out["external"] = ls.rg_tasks(ls.external_candidates(screen_episodes=1)[:episodes], 1, ls.EXTERNAL_SEED0)
+    except Exception as exc:  # reasoning-gym missing: the held-out sets still run
+        from ..errors import SpadeError
+
+        if not isinstance(exc, SpadeError):
+            raise
+        out["external"] = []
+    return out
+
+
+def _play_sets(model: str, sets: dict[str, list[Any]], max_new_tokens: int, seed: int) -> dict[str, list[Any]]:
+    from . import learning_sets as ls
+
+    return {name: ls.play(model, tasks, max_new_tokens=max_new_tokens, seed=seed + 1) if tasks else []
+            for name, tasks in sets.items()}
+
+
+def heldout_before(base_model: str, *, episodes: int, max_turns: int, max_new_tokens: int, seed: int = 0) -> Before:
+    """The base model on :func:`compare_sets` (before training)."""
+    sets = compare_sets(episodes, max_turns)
+    res = _play_sets(base_model, sets, max_new_tokens, seed)
+    before = Before(o.won for o in res["heldout_level0"])
+    before.sets = res
+    return before
+
+
 def heldout_compare(base_model: str, trained_model: str, *, episodes: int, max_turns: int,
                     max_new_tokens: int, seed: int = 0, before: list[bool] | None = None) -> dict[str, Any]:
-    from .learning_bench import _play, _rate, heldout_tasks
+    """Both models on :func:`compare_sets` (same tasks, seeds, sampling seed): the level-0
+    table per environment (``envs``, ``before``, ``after``) and every set's paired figures
+    (``sets``: rates, McNemar p-value, format rates)."""
+    from . import learning_sets as ls
+    from .learning_bench import _rate
 
-    tasks, envs = heldout_tasks(episodes, max_turns)
-    if before is None:
-        before = _play(base_model, tasks, max_new_tokens=max_new_tokens, seed=seed + 1)
-    after = _play(trained_model, tasks, max_new_tokens=max_new_tokens, seed=seed + 1)
+    tasks = compare_sets(episodes, max_turns)
+    if not isinstance(before, Before):
+        before = heldout_before(base_model, episodes=episodes, max_turns=max_turns, max_new_tokens=max_new_tokens,
+                                seed=seed)
+    after_sets = _play_sets(trained_model, tasks, max_new_tokens, seed)
+    b0 = [o.won for o in before.sets["heldout_level0"]]
+    a0 = [o.won for o in after_sets["heldout_level0"]]
     rows = []
-    for env in envs:
-        idx = [i for i, t in enumerate(tasks) if t.env_id == env["id"]]
-        rows.append({"id": env["id"], "kwargs": env["kwargs"], "episodes": len(idx),
-                     "wins_before": sum(before[i] for i in idx), "wins_after": sum(after[i] for i in idx)})
-    return {"episodes": len(tasks), "before": _rate(before), "after": _rate(after), "envs": rows}
-
-
-def heldout_before(base_model: str, *, episodes: int, max_turns: int, max_new_tokens: int, seed: int = 0) -> list[bool]:
-    from .learning_bench import _play, heldout_tasks
-
-    tasks, _ = heldout_tasks(episodes, max_turns)
-    return _play(base_model, tasks, max_new_tokens=max_new_tokens, seed=seed + 1)
+    level0 = tasks["heldout_level0"]
+    for env_id in dict.fromkeys(t.env_id for t in level0):
+        idx = [i for i, t in enumerate(level0) if t.env_id == env_id]
+        rows.append({"id": env_id, "kwargs": level0[idx[0]].kwargs, "episodes": len(idx),
+                     "wins_before": sum(b0[i] for i in idx), "wins_after": sum(a0[i] for i in idx)})
+    sets = {name: ls.set_figures(before.sets[name], after_sets[name]) for name in tasks if tasks[name]}
+    return {"episodes": len(level0), "before": _rate(b0), "after": _rate(a0), "envs": rows, "sets": sets}
 
 
 def _nonzero(values: Any) -> int:
@@ -77,6 +121,13 @@ def plain_summary(summary: dict[str, Any], rows: list[dict[str, Any]], compare: 
         lines.append(f"On the held-out split ({compare['episodes']} episodes on environments never trained on, "
                      f"easiest levels) the agent won {b['wins']} before and {a['wins']} after training "
                      f"({b['rate']:.1%} -> {a['rate']:.1%}; 95% intervals {b['ci95']} and {a['ci95']}).")
+        for name, f in (compare.get("sets") or {}).items():
+            if name == "heldout_level0" or not f.get("episodes"):
+                continue
+            verdict = "a significant change" if f["p_value"] < 0.05 else "no significant change"
+            lines.append(f"On the {SET_LABELS.get(name, name)} set ({f['episodes']} episodes) it won {f['before']:.1%} "
+                         f"before and {f['after']:.1%} after (paired p = {f['p_value']:.3f}: {verdict}); it answered "
+                         f"in a readable format {f['format_rate_before']:.1%} -> {f['format_rate_after']:.1%} of the time.")
     return "\n".join(lines)
 
 
@@ -90,6 +141,27 @@ def compare_table(compare: dict[str, Any]) -> str:
     b, a = compare["before"], compare["after"]
     lines.append(f" {'total':<34} {compare['episodes']:>8} {b['wins']:>11} {a['wins']:>10}")
     lines.append(f" {'success rate':<34} {'':>8} {b['rate']:>11.1%} {a['rate']:>10.1%}")
+    if compare.get("sets"):
+        lines += ["", sets_table(compare["sets"])]
+    return "\n".join(lines)
+
+
+SET_LABELS = {"heldout_level0": "held-out, level 0", "heldout_level1": "held-out, level 1 (no answer stated)",
+              "external": "external (reasoning-gym, easy)"}
+
+
+def sets_table(sets: dict[str, dict[str, Any]]) -> str:
+    """One line per evaluation set: episodes, win rate and format rate before and after,
+    and the paired (McNemar) p-value."""
+    head = (f" {'set':<38} {'episodes':>8} {'won before':>11} {'won after':>10} {'format before':>14} "
+            f"{'format after':>13} {'p':>7}")
+    lines = [head, " " + "-" * (len(head) - 1)]
+    for name, f in sets.items():
+        if not f.get("episodes"):
+            lines.append(f" {SET_LABELS.get(name, name):<38} {0:>8} {'-':>11} {'-':>10} {'-':>14} {'-':>13} {'-':>7}")
+            continue
+        lines.append(f" {SET_LABELS.get(name, name):<38} {f['episodes']:>8} {f['before']:>11.1%} {f['after']:>10.1%} "
+                     f"{f['format_rate_before']:>14.1%} {f['format_rate_after']:>13.1%} {f['p_value']:>7.3f}")
     return "\n".join(lines)
 
 
