@@ -35,8 +35,8 @@ puzzle must name its suspects, a multiple-choice question its choices; clues may
 name the culprit like any other suspect): items separated by commas, semicolons, ``|``,
 ``/``, ``or`` or choice labels (``A) .. B) ..``) on one line (after an optional
 ``Label:``), or lines of a bulleted/numbered list; an item is the answer itself,
-optionally with a label (``A)``, ``2.``, ``-``) and followed by a bracketed or dashed
-remark. Without such a list, any occurrence is a leak.
+optionally with a label (``A)``, ``2.``, ``-``) and followed by a short remark (``Cedar at km 412``, ``Plum (the cook)``). Without such a list, any occurrence
+is a leak.
 
 **Vocabulary exception.** A secret that also appears in the reset observation of another
 seed whose own solution does not contain it belongs to the task's vocabulary (a listed
@@ -63,7 +63,6 @@ MAX_OPTION_CHARS, MAX_OCCURRENCES = 80, 64
 #: item separators (no unbounded repetition: linear); items are stripped afterwards
 _SEPARATORS = re.compile(r"[,;|/]|\bor\b|\s(?=\(?[A-Z][.)]\s)")
 _ITEM_LABEL = re.compile(r"^\s*(?:[-*\u2022]|\(?[A-Za-z0-9]{1,2}[.):])\s+")
-_REMARK_START = "([-:\u2013\u2014"
 
 
 _TOKEN = re.compile(r"[A-Za-z0-9]+")
@@ -103,15 +102,14 @@ class Secret:
         return first
 
 
-def _item_is(item: str, secret: str) -> bool:
-    """``item`` (one option) is ``secret``, maybe labelled and followed by a remark."""
+def _item_is(item: str, secret: str, run_on: bool = False) -> bool:
+    """``item`` (one option) starts with ``secret`` (maybe after a label), as a whole word;
+    it is short unless ``run_on`` (the last item of a list that runs into the next sentence)."""
     item = _ITEM_LABEL.sub("", item, count=1).strip().strip("\"'*`").strip()
-    if len(item) > MAX_OPTION_CHARS:
+    if len(item) > MAX_OPTION_CHARS and not run_on:
         return False
-    if item.casefold() == secret.casefold():
-        return True
-    head, rest = item[: len(secret)], item[len(secret) :].lstrip()
-    return head.casefold() == secret.casefold() and rest[:1] in _REMARK_START and rest != ""
+    head, rest = item[: len(secret)], item[len(secret) :]
+    return head.casefold() == secret.casefold() and not rest[:1].isalnum()
 
 
 def _is_listed_option(text: str, start: int, end: int) -> bool:
@@ -129,10 +127,11 @@ def _is_listed_option(text: str, start: int, end: int) -> bool:
             parts.append((pos, sep.start()))
             pos = sep.end()
         parts.append((pos, len(line)))
-        items = [line[a:b] for a, b in parts if line[a:b].strip()]
-        target = next((line[a:b] for a, b in parts if a <= start - line_start and end - line_start <= b), None)
-        if len(items) >= MIN_OPTIONS and target is not None and _item_is(target, secret) \
-                and all(len(i.strip()) <= MAX_OPTION_CHARS for i in items):
+        # the other items are short; the answer's own item may run into the next sentence
+        # ("..., Mrs. Plum. Witness statements: ...")
+        target = next(((a, b) for a, b in parts if a <= start - line_start and end - line_start <= b), None)
+        others = sum(1 for a, b in parts if (a, b) != target and 0 < len(line[a:b].strip()) <= MAX_OPTION_CHARS)
+        if target is not None and others + 1 >= MIN_OPTIONS and _item_is(line[target[0]:target[1]], secret, run_on=True):
             return True
     # a bulleted or numbered list: this line and its neighbours are items
     if not _ITEM_LABEL.match(line) or not _item_is(line, secret):
