@@ -44,10 +44,17 @@ def _provenance(pool_name: str, revision: str | None, game: PoolGame) -> dict[st
 
 
 class _Registrar:
-    """Decides accepted files in file order and stores them in batches (step 3)."""
+    """Decides accepted files in file order and stores them in batches (step 3).
 
-    def __init__(self, reg: Any, journal: Any, pool_key: str, generation: int, index: Any) -> None:
-        self.reg, self.journal, self.key, self.generation, self.index = reg, journal, pool_key, generation, index
+    ``stored``: sha256 of every source in the store when the run began; a journaled file
+    whose source is among them was stored by an earlier run that stopped before noting it
+    (the store hands back the same id). ``make_index`` builds the novelty index on first
+    use (a run with nothing to decide never pays for it)."""
+
+    def __init__(self, reg: Any, journal: Any, pool_key: str, generation: int, stored: set[str],
+                 make_index: Callable[[], Any]) -> None:
+        self.reg, self.journal, self.key, self.generation = reg, journal, pool_key, generation
+        self.stored, self._make_index, self._index = stored, make_index, None
         self.queue: list[tuple[PoolGame, str, dict[str, Any], dict[str, Any]]] = []
 
     def offer(self, game: PoolGame, source: str, result: dict[str, Any], provenance: dict[str, Any]) -> None:
@@ -55,35 +62,57 @@ class _Registrar:
         if len(self.queue) >= REGISTER_BATCH:
             self.flush()
 
-    def flush(self) -> list[tuple[str, str, str | None, str | None]]:
+    def _item(self, game: PoolGame, source: str, result: dict[str, Any], prov: dict[str, Any],
+              novelty: str) -> dict[str, Any]:
         from .registry_cmd import verdict_metadata
 
-        items, pending, settled = [], [], []
+        stages = [dict(s, detail=novelty) if s.get("name") == "novelty" else s for s in result.get("stages", [])]
+        meta = {**verdict_metadata(result), "pool": prov}
+        if result.get("tool_specs_vary_by_seed"):
+            meta["tool_specs_vary_by_seed"] = True
+        return {"source": source, "filename": game.name, "generation": self.generation, "skill": game.skill,
+                "tool_specs": result.get("tool_specs") or [], "metadata": meta, "acceptance": stages}
+
+    def flush(self) -> None:
+        from ..errors import SpadeError
+
+        items: list[dict[str, Any]] = []
+        games: list[PoolGame] = []
+        settled: list[tuple[str, str, str | None, str | None]] = []
         for game, source, result, prov in self.queue:
-            ok, detail = self.index.check(source)
-            if not ok:
-                settled.append((game.sha256, "duplicate", None, detail))
-                continue
-            stages = [dict(s, detail=detail) if s.get("name") == "novelty" else s for s in result.get("stages", [])]
-            meta = {**verdict_metadata(result), "pool": prov}
-            if result.get("tool_specs_vary_by_seed"):
-                meta["tool_specs_vary_by_seed"] = True
-            items.append({"source": source, "filename": game.name, "generation": self.generation, "skill": game.skill,
-                          "tool_specs": result.get("tool_specs") or [], "metadata": meta, "acceptance": stages})
-            pending.append(game)
-            self.index.add(f"{game.name} (this pool)", source)
+            if source_sha256(source) not in self.stored:
+                if self._index is None:
+                    self._index = self._make_index()
+                ok, detail = self._index.check(source)
+                if not ok:
+                    settled.append((game.sha256, "duplicate", None, detail))
+                    continue
+                self._index.add(f"{game.name} (this pool)", source)
+            else:
+                detail = "stored by an earlier run of this import"
+            items.append(self._item(game, source, result, prov, detail))
+            games.append(game)
         self.queue = []
-        if items:
-            for game, res in zip(pending, self.reg.add_many(items)):
-                env = res.as_json()
-                full = f"{env['id']}-v{env['version']}"
-                if env.get("new", True):
-                    settled.append((game.sha256, "registered", full, None))
-                else:
-                    settled.append((game.sha256, "duplicate", full, f"the same source is already stored as {full}"))
+        try:
+            stored = self.reg.add_many(items) if items else []
+        except SpadeError:  # one bad item must not sink its batch: store them one by one
+            stored = []
+            for item in items:
+                try:
+                    stored.append(self.reg.add(**item))
+                except SpadeError as exc:
+                    stored.append(exc)
+        for game, item, res in zip(games, items, stored):
+            if isinstance(res, SpadeError):
+                settled.append((game.sha256, "rejected", None, f"store: {res}"))
+                continue
+            env = res.as_json()
+            full = f"{env['id']}-v{env['version']}"
+            new = env.get("new", True) or source_sha256(item["source"]) in self.stored
+            settled.append((game.sha256, "registered", full, None) if new else
+                           (game.sha256, "duplicate", full, f"the same source is already stored as {full}"))
         if settled:
             self.journal.settle(self.key, settled)
-        return settled
 
 
 def import_pool(spec: str, *, jobs: int | None = None, generation: int | None = None,
@@ -111,7 +140,7 @@ def import_pool(spec: str, *, jobs: int | None = None, generation: int | None = 
         out["generation"] = gen
         rows = journal.rows(pool_key)
         known = _known_shas(reg)
-        registrar = _Registrar(reg, journal, pool_key, gen, DesignerMemory(reg).novelty_index())
+        registrar = _Registrar(reg, journal, pool_key, gen, known, lambda: DesignerMemory(reg).novelty_index())
         seen: set[str] = set()
         plan: list[tuple[PoolGame, str | None]] = []  # (game, source to judge/decide); None: decided now
         outcome: dict[str, tuple[str, str]] = {}  # file name -> (verdict, detail) decided without judging
@@ -191,6 +220,7 @@ def _summary(games: list[PoolGame], rows: dict[str, dict[str, Any]], outcome: di
             accepted += 1
             unverified += row["result"].get("verified") is False
             verdict = row["outcome"] or "pending"
+            by_stage.update(["store"] if verdict == "rejected" else [])
             if verdict == "registered" and row["env_id"]:
                 ids.append(row["env_id"])
         verdicts.append(verdict)
