@@ -133,7 +133,7 @@ def _play_reference(env, row) -> float:
 
 def test_dataset_families_and_reference_wins_through_methods():
     ds = trl_adapter.build_prompt_dataset(TOOL_ENVS + ["spade/Env-00001"], seeds=[0, 1])
-    assert ds.column_names == ["prompt", "environment", "env_id", "seed", "hint"]
+    assert ds.column_names == ["prompt", "environment", "env_id", "seed", "hint", "env_kwargs", "level"]
     assert len(ds) == 18
     factories = trl_adapter.environment_factories(ds)
     assert set(factories) == set(ds["environment"])

@@ -16,8 +16,9 @@ the class: the method's schema is the merge of the seeds' schemas (enums united)
 every call is still validated by the environment against THIS episode's exact spec.
 Text-only environments share one class, ``SpadeTextEnv``. Each class has
 
-- ``reset(env_id, seed, hint=False, **row) -> str``: plays ``env_id`` with ``seed`` (both
-  columns of the row) and returns the first observation;
+- ``reset(env_id, seed, hint=False, env_kwargs=None, **row) -> str``: plays ``env_id``
+  with ``seed`` and the program parameters ``env_kwargs`` (JSON text; all columns of the
+  row) and returns the first observation;
 - one typed method per tool (:mod:`.tool_methods`), which sends a ``<tool_call>`` to the
   environment and returns the observation;
 - ``answer(answer: str) -> str``: the final action (``<answer>...</answer>`` for tool
@@ -30,6 +31,13 @@ what ``AsyncGRPOTrainer`` needs (it pickles ``environment_factory`` into a spawn
 The system message of every prompt row is the environment's own
 (``SpadeEnv.messages(answer_tool=True)``, :mod:`spade_envs.prompts`): the same instructions
 ``spade eval`` and the OpenEnv server give, asking for the final answer through ``answer``.
+
+Per-row environment keywords (a difficulty curriculum): ``build_prompt_dataset(...,
+env_kwargs=[{"difficulty": 0}, {"difficulty": 1}, ...])`` makes the rows of every level in
+that order (column ``env_kwargs``, JSON text, and ``level``, the index in the list);
+train with ``GRPOConfig(shuffle_dataset=False)`` to present them easiest first. Ready
+reward functions for ``reward_funcs=`` are in :mod:`.trl_rewards` (``won``,
+``finished``, ``episode_return``; TRL already adds each class's ``get_reward``).
 
 Use::
 
@@ -50,6 +58,7 @@ Qwen2.5 template (:func:`tool_chat_template`) on its tokenizer, which TRL recogn
 from __future__ import annotations
 
 import copy
+import json
 import random
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -109,16 +118,20 @@ class _SpadeTRLEnv:
         self.seed: int | None = None
         self.trajectory: list[dict[str, Any]] = []
 
-    def reset(self, env_id: str | None = None, seed: int | None = None, hint: bool = False, **row: Any) -> str:
-        """Start an episode of ``env_id`` with ``seed`` (dataset columns); returns its first observation."""
+    def reset(self, env_id: str | None = None, seed: int | None = None, hint: bool = False,
+              env_kwargs: str | dict | None = None, **row: Any) -> str:
+        """Start an episode of ``env_id`` with ``seed`` and the program parameters
+        ``env_kwargs`` (dataset columns); returns its first observation."""
         if env_id is None:
             raise IntegrationError(f"{type(self).__name__}.reset() needs the env_id column of the dataset row")
         seed = int(seed) if seed is not None else random.randrange(2**31 - 1)
-        env = self._envs.get(env_id)
+        kwargs = parse_env_kwargs(env_kwargs)
+        key = f"{env_id}|{json.dumps(kwargs, sort_keys=True)}"
+        env = self._envs.get(key)
         if env is None:
             from ..gym_env import SpadeEnv
 
-            env = self._envs[env_id] = SpadeEnv(env_id)
+            env = self._envs[key] = SpadeEnv(env_id, env_kwargs=kwargs)
         env.use_hint = bool(hint)
         obs, info = env.reset(seed=seed)
         if self._env_key is not None and _env_key(env) != self._env_key:
@@ -172,6 +185,20 @@ class _SpadeTRLEnv:
         for env in self._envs.values():
             env.close()
         self._envs.clear()
+
+
+def parse_env_kwargs(value: str | dict | None) -> dict[str, Any]:
+    """The ``env_kwargs`` column of a row (JSON text, a dict, or empty) as a dict."""
+    if value is None or value == "":
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise IntegrationError(f"the env_kwargs column must be JSON text of an object, got {value[:80]!r}") from None
+    if not isinstance(value, dict):
+        raise IntegrationError(f"env_kwargs must be an object of program parameters, got {type(value).__name__}")
+    return dict(value)
 
 
 def _env_key(env: "SpadeEnv") -> str:
@@ -274,62 +301,88 @@ def _seeds(seeds: int | Iterable[int]) -> list[int]:
     return list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
 
 
-def episode_families(selection: "str | EnvRecord | Iterable[str | EnvRecord]",
-                     seeds: int | Iterable[int] = 1) -> list[tuple[str, int, EnvironmentFactory, str]]:
-    """``(versioned env id, seed, factory, system message)`` for every environment of the
-    selection and seed: each (env, seed) is reset once to read its tool specs; the specs of
-    one environment over all its seeds make its one class."""
+def _levels(env_kwargs: dict | Iterable[dict] | None) -> list[dict[str, Any]]:
+    if env_kwargs is None:
+        return [{}]
+    levels = [env_kwargs] if isinstance(env_kwargs, dict) else list(env_kwargs)
+    if not levels or not all(isinstance(k, dict) for k in levels):
+        raise IntegrationError("env_kwargs must be a dict of program parameters or a non-empty list of them")
+    return [dict(k) for k in levels]
+
+
+def episode_families(selection: "str | EnvRecord | Iterable[str | EnvRecord]", seeds: int | Iterable[int] = 1,
+                     env_kwargs: dict | Iterable[dict] | None = None) -> list[tuple[str, int, EnvironmentFactory, str, int, dict]]:
+    """``(versioned env id, seed, factory, system message, level, env kwargs)`` for every
+    level of ``env_kwargs`` (outermost), environment of the selection and seed: each
+    (level, env, seed) is reset once to read its tool specs; the specs of one environment
+    over all its levels and seeds make its one class."""
     from ..gym_env import SpadeEnv
 
-    out = []
-    for rec in _records(selection):
-        env_id = str(rec.env_id)
-        env = SpadeEnv(rec.env_id.base, rec.env_id.version)
-        try:
-            seen = []
-            for seed in _seeds(seeds):
-                _, info = env.reset(seed=seed)
-                seen.append((seed, info["tools"], env.messages(answer_tool=True)[0]["content"]))
-        finally:
-            env.close()
-        if any(tools for _, tools, _ in seen):
-            specs = merge_tool_specs(tools for _, tools, _ in seen)
-            factory = EnvironmentFactory(_class_name(rec), specs, env_id)
+    levels = _levels(env_kwargs)
+    seen: dict[str, list[tuple[int, int, list, str]]] = {}
+    records = _records(selection)
+    for level, kwargs in enumerate(levels):
+        for rec in records:
+            env = SpadeEnv(rec.env_id.base, rec.env_id.version, env_kwargs=kwargs)
+            try:
+                for seed in _seeds(seeds):
+                    _, info = env.reset(seed=seed)
+                    seen.setdefault(str(rec.env_id), []).append(
+                        (level, seed, info["tools"], env.messages(answer_tool=True)[0]["content"]))
+            finally:
+                env.close()
+    factories = {}
+    for rec in records:
+        episodes = seen[str(rec.env_id)]
+        if any(tools for _, _, tools, _ in episodes):
+            specs = merge_tool_specs(tools for _, _, tools, _ in episodes)
+            factories[str(rec.env_id)] = EnvironmentFactory(_class_name(rec), specs, str(rec.env_id))
         else:
-            factory = EnvironmentFactory(TEXT_FAMILY, [], None)
-        out.extend((env_id, seed, factory, system) for seed, _, system in seen)
+            factories[str(rec.env_id)] = EnvironmentFactory(TEXT_FAMILY, [], None)
+    out = []
+    for level, kwargs in enumerate(levels):  # level by level: the curriculum order
+        for rec in records:
+            out.extend((str(rec.env_id), seed, factories[str(rec.env_id)], system, level, kwargs)
+                       for lv, seed, _, system in seen[str(rec.env_id)] if lv == level)
     return out
 
 
 def build_prompt_dataset(selection: "str | EnvRecord | Iterable[str | EnvRecord]", seeds: int | Iterable[int] = 1,
-                         *, hint: bool = False, system_prompt: str | None = None) -> "Dataset":
+                         *, hint: bool = False, system_prompt: str | None = None,
+                         env_kwargs: dict | Iterable[dict] | None = None) -> "Dataset":
     """The prompt dataset for a registry selection (ids such as ``"spade/Env-00013"`` or
     ``EnvRecord`` objects from ``Registry.list()``) and seeds (an int ``n`` means
-    ``range(n)``): one row per (environment, seed) with columns ``prompt`` (the
+    ``range(n)``): one row per (level, environment, seed) with columns ``prompt`` (the
     environment's system message and an empty user message that ``reset`` fills with the
     observation), ``environment`` (the class name, the key of
-    :func:`environment_factories`), ``env_id`` (with version), ``seed`` and ``hint``.
+    :func:`environment_factories`), ``env_id`` (with version), ``seed``, ``hint``,
+    ``env_kwargs`` (the program parameters of the row, JSON text) and ``level``.
+    ``env_kwargs``: one dict for every row, or a list of dicts (levels, e.g.
+    ``[{"difficulty": d} for d in range(4)]``): the rows of level 0 come first, then level
+    1..., a curriculum when trained with ``GRPOConfig(shuffle_dataset=False)``.
     ``system_prompt`` replaces the system message of every row (default: the environment's)."""
     from datasets import Dataset
 
-    rows = episode_families(selection, seeds)
+    rows = episode_families(selection, seeds, env_kwargs)
     _remember(rows)
     return Dataset.from_dict({
-        "prompt": [[{"role": "system", "content": system_prompt or system}, {"role": "user", "content": ""}]
-                   for _, _, _, system in rows],
-        "environment": [factory.name for _, _, factory, _ in rows],
-        "env_id": [env_id for env_id, _, _, _ in rows],
-        "seed": [seed for _, seed, _, _ in rows],
+        "prompt": [[{"role": "system", "content": system_prompt or r[3]}, {"role": "user", "content": ""}]
+                   for r in rows],
+        "environment": [r[2].name for r in rows],
+        "env_id": [r[0] for r in rows],
+        "seed": [r[1] for r in rows],
         "hint": [bool(hint)] * len(rows),
+        "env_kwargs": [json.dumps(r[5], sort_keys=True) for r in rows],
+        "level": [r[4] for r in rows],
     })
 
 
 _FACTORIES: dict[str, EnvironmentFactory] = {}
 
 
-def _remember(rows: list[tuple[str, int, EnvironmentFactory, str]]) -> None:
-    for _, _, factory, _ in rows:
-        _FACTORIES[factory.name] = factory
+def _remember(rows: list[tuple]) -> None:
+    for row in rows:
+        _FACTORIES[row[2].name] = row[2]
 
 
 def environment_factories(dataset: Any) -> dict[str, EnvironmentFactory]:
@@ -352,12 +405,16 @@ def environment_factories(dataset: Any) -> dict[str, EnvironmentFactory]:
             pending[name] = [i]
     for name, rows in pending.items():
         by_env: dict[str, list[int]] = {}
+        levels: dict[str, list[dict]] = {}
         for i in rows:
             by_env.setdefault(dataset[i]["env_id"], []).append(int(dataset[i]["seed"]))
+            kwargs = parse_env_kwargs(dataset[i].get("env_kwargs"))
+            if kwargs not in levels.setdefault(dataset[i]["env_id"], []):
+                levels[dataset[i]["env_id"]].append(kwargs)
         if name != TEXT_FAMILY and len(by_env) != 1:
             raise IntegrationError(f"environment class {name} holds rows of several environments: {sorted(by_env)}")
         try:
-            built = [episode_families([env_id], seeds) for env_id, seeds in by_env.items()]
+            built = [episode_families([env_id], sorted(set(seeds)), levels[env_id]) for env_id, seeds in by_env.items()]
         except SpadeError as exc:
             raise IntegrationError(f"cannot rebuild environment class {name}: {exc}") from None
         factory = built[0][0][2]
