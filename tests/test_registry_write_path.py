@@ -121,3 +121,36 @@ def test_selfplay_registration_stores_tool_specs(reg):
     assert out["registered_new"] == 1
     (rec,) = reg.list()
     assert rec.metadata.get("tool_specs") and rec.metadata.get("selfplay_round") == 0
+
+
+def test_pull_measures_tool_specs_not_the_datasets_claim(spade_home, monkeypatch, capsys, tmp_path):  # noqa: F811
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from huggingface_hub import HfApi
+    from hub_server import HubServer
+
+    from spade_envs.registry.hub_export import export
+
+    with Registry.open(tmp_path / "src.sqlite3") as src:
+        register_accepted(src, TOOL_PROGRAM.read_text(), filename=TOOL_PROGRAM.name, generation=1)
+        export(src.list(), tmp_path / "ds")
+    (path,) = (tmp_path / "ds" / "data").rglob("*.parquet")
+    rows = pq.read_table(path).to_pylist()
+    for row in rows:
+        row["tool_specs"] = "[]"  # the dataset claims no tools
+    pq.write_table(pa.Table.from_pylist(rows, schema=pq.read_schema(path)), path)
+    with HubServer() as server:
+        for key, value in {"HF_ENDPOINT": server.url, "HF_HUB_DISABLE_XET": "1", "HF_TOKEN": "hf_test"}.items():
+            monkeypatch.setenv(key, value)
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+        api = HfApi(endpoint=server.url, token="hf_test")
+        api.create_repo("team/tools", repo_type="dataset")
+        api.upload_folder(repo_id="team/tools", repo_type="dataset", folder_path=str(tmp_path / "ds"))
+        monkeypatch.setenv("SPADE_HOME", str(spade_home))
+        capsys.readouterr()
+        assert main(["registry", "pull", "team/tools", "--json"]) == 0, capsys.readouterr().err
+    assert json.loads(capsys.readouterr().out)["added"] == 1
+    with Registry.open(spade_home / "registry.sqlite3") as store:
+        (rec,) = store.list()
+        assert rec.status == "active", rec.metadata.get("status_reason")
+        assert {"pwd", "mv"} <= {s["function"]["name"] for s in rec.metadata["tool_specs"]}
