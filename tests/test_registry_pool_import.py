@@ -98,6 +98,16 @@ def test_import_pool_json_duplicates_hostile(spade_home, pool, capsys):  # noqa:
     specs = json.loads(out)["metadata"]["tool_specs"]
     assert sorted(t["function"]["name"] for t in specs) == ["count", "list_shelves"]
 
+    import gymnasium as gym  # the imported games are Gymnasium ids, sandboxed, that replay to a win
+
+    env = gym.make(data["ids"][1])
+    env.reset(seed=7)
+    reward = 0.0
+    for line in env.unwrapped.solution().splitlines():
+        _, reward, terminated, _, _ = env.step(line)
+    env.close()
+    assert reward == 1.0 and terminated
+
     # a second run judges nothing and registers nothing new
     code, out, err = _run(capsys, ["registry", "import-pool", str(root), "--json"])
     again = json.loads(out)
