@@ -76,3 +76,17 @@ def test_partial_file_rules(tmp_path):
     assert set(PartialResults(tmp_path).read()[1]) == {"a#0", "b#0"}
     with pytest.raises(SpadeError, match="nothing to resume"):
         PartialResults(tmp_path / "empty").resume(run)
+
+
+def test_games_suite_hands_over_finished_matches_and_skips_them_on_resume():
+    from spade_envs.evals.games import run_games
+
+    seen: dict[str, dict] = {}
+    rows, summary, _ = run_games("replay:reference", limit=2, episodes=2, on_row=lambda k, r: seen.setdefault(k, r))
+    assert len(seen) == len(rows) == summary["matches"]
+    half = dict(list(seen.items())[: len(seen) // 2])
+    replayed: list[str] = []
+    again, summary2, _ = run_games("replay:reference", limit=2, episodes=2, finished=half,
+                                   on_row=lambda k, r: replayed.append(k))
+    assert sorted(replayed) == sorted(set(seen) - set(half))  # finished matches are not played again
+    assert again == rows and summary2["overall"] == summary["overall"]
