@@ -242,13 +242,13 @@ def fetch_pool(spec: str) -> tuple[Path, str, str | None]:
     repo, _, revision = spec.partition("@")
     try:
         from huggingface_hub import snapshot_download
-        from huggingface_hub.errors import HfHubHTTPError
-
-        path = snapshot_download(repo, repo_type="dataset", revision=revision or None, allow_patterns=POOL_PATTERNS)
     except ImportError:
         raise PoolError("downloading a pool needs huggingface_hub (pip install huggingface_hub)") from None
-    except (HfHubHTTPError, OSError, ValueError) as exc:
-        raise PoolError(f"cannot download the dataset {repo}@{revision or 'main'}: {str(exc).splitlines()[0][:300]}") from None
+    try:
+        path = snapshot_download(repo, repo_type="dataset", revision=revision or None, allow_patterns=POOL_PATTERNS)
+    except Exception as exc:  # noqa: BLE001 - HTTP, network (httpx), cache and not-found errors alike
+        first = (str(exc).splitlines() or [type(exc).__name__])[0][:300]
+        raise PoolError(f"cannot download the dataset {repo}@{revision or 'main'}: {first}") from None
     folder = Path(path)
     commit = folder.name if re.fullmatch(r"[0-9a-f]{40}", folder.name) else (revision or None)
     return folder, repo, commit

@@ -119,8 +119,9 @@ def import_pool(spec: str, *, jobs: int | None = None, generation: int | None = 
                 on_result: Callable[[str, dict[str, Any]], None] | None = None, progress: bool = True) -> dict[str, Any]:
     """Import the pool ``spec`` (folder or ``OWNER/NAME[@REVISION]``) into the default
     store; returns the ``--json`` object (``interrupted`` True after a Ctrl-C: what was
-    judged is journaled and what could be decided registered). ``on_result(file name,
-    result)`` is called after each verdict (progress hooks, tests)."""
+    judged is journaled and what could be decided registered). ``generation`` applies to
+    the first run of a pool (a resumed one keeps it); ``on_result(file name, result)`` is
+    called after each verdict (progress hooks, tests)."""
     from ..designer.memory import DesignerMemory
     from ..designer.pool_judge import ParallelJudge
     from ..registry.pool_journal import PoolJournal
@@ -142,7 +143,7 @@ def import_pool(spec: str, *, jobs: int | None = None, generation: int | None = 
         known = _known_shas(reg)
         registrar = _Registrar(reg, journal, pool_key, gen, known, lambda: DesignerMemory(reg).novelty_index())
         seen: set[str] = set()
-        plan: list[tuple[PoolGame, str | None]] = []  # (game, source to judge/decide); None: decided now
+        plan: list[tuple[PoolGame, str]] = []  # (game, source) to judge or decide, in file order
         outcome: dict[str, tuple[str, str]] = {}  # file name -> (verdict, detail) decided without judging
         for game in pool.games:
             if game.sha256 in seen:

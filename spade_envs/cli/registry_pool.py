@@ -107,7 +107,8 @@ def register_pool_commands(registry_app: typer.Typer) -> None:
     def import_pool_cmd(
         source: str = typer.Argument(..., help="a pool folder, or a Hub dataset OWNER/NAME[@REVISION]"),
         jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="judging processes (default: one per core)"),
-        generation: Optional[int] = typer.Option(None, help="generation of the new entries (default: a new one)"),
+        generation: Optional[int] = typer.Option(
+            None, help="generation of the new entries (default: a new one; a resumed import keeps its first run's)"),
         as_json: bool = typer.Option(False, "--json", help="print one JSON object on stdout"),
     ) -> None:
         """Import SPADE's released pool: checksums verified, every game judged in the
