@@ -31,6 +31,19 @@ class EscapeEnv:
         return "done", 1.0, True, False, {{}}
 """
 
+#: passes the static layer; the worker's memory limit stops it at run time
+FLOOD = """class FloodEnv:
+    def __init__(self, **kwargs):
+        self.turns = 0
+
+    def reset(self, seed=None):
+        self._pad = "x" * (8 * 1024 * 1024 * 1024)
+        return "Say \\\\boxed{yes}.", {}
+
+    def step(self, action):
+        return "done", 1.0, True, False, {}
+"""
+
 
 def write_pool(root: Path, games: dict[str, str], manifest: list[dict] | None = None) -> Path:
     """A pool folder in SPADE's layout with a sha256sum-format checksums file over it all."""
@@ -53,7 +66,8 @@ def write_pool(root: Path, games: dict[str, str], manifest: list[dict] | None = 
 @pytest.fixture
 def pool(tmp_path):
     """Three distinct SPADE-format games, an exact duplicate under another name, a near
-    duplicate (the first game with other constants and names) and a hostile file."""
+    duplicate (the first game with other constants and names) and two hostile files (one
+    the static layer refuses, one the worker's memory limit stops)."""
     marker = tmp_path / "escaped"
     games = {
         pool_file_name(1, 0, "Mathematical_Reasoning"): SPADE_HEADER + sample_program("tally", 0),
@@ -62,6 +76,7 @@ def pool(tmp_path):
         pool_file_name(2, 0, "Mathematical_Reasoning"): SPADE_HEADER + sample_program("tally", 0),
         pool_file_name(2, 1, "Mathematical_Reasoning"): SPADE_HEADER + sample_program("tally", 3),
         pool_file_name(2, 2, "Logical_Deduction"): SPADE_HEADER + HOSTILE.format(marker=marker),
+        pool_file_name(2, 3, "Optimization"): SPADE_HEADER + FLOOD,
     }
     return write_pool(tmp_path / "pool", games), marker
 
@@ -77,10 +92,10 @@ def test_import_pool_json_duplicates_hostile(spade_home, pool, capsys):  # noqa:
     code, out, err = _run(capsys, ["registry", "import-pool", str(root), "--json", "--jobs", "2"])
     assert code == 0, err
     data = json.loads(out)
-    assert data["checksums"] == "verified" and data["files"] == 6 and data["jobs"] == 2
-    assert data["judged"] == 5  # the exact duplicate is never judged
+    assert data["checksums"] == "verified" and data["files"] == 7 and data["jobs"] == 2
+    assert data["judged"] == 6  # the exact duplicate is never judged
     assert data["accepted"] == 4 and data["registered"] == 3 and data["duplicates"] == 2
-    assert data["rejected_by_stage"] == {"compile": 1} and not marker.exists()
+    assert data["rejected_by_stage"] == {"compile": 1, "interface": 1} and not marker.exists()
     assert len(data["ids"]) == 3 and data["generation"] == 1 and data["interrupted"] is False
 
     # provenance: pool, revision, file, sha256 of the file, skill from the name, manifest rows verbatim
@@ -157,12 +172,12 @@ def test_interrupted_import_resumes_without_judging_twice(spade_home, pool):  # 
             raise KeyboardInterrupt
 
     out = import_pool(str(root), jobs=1, on_result=stop_after_two, progress=False)
-    assert out["interrupted"] is True and out["judged"] == 2 and out["pending"] == 3
+    assert out["interrupted"] is True and out["judged"] == 2 and out["pending"] == 4
     second: list[str] = []
     out = import_pool(str(root), jobs=2, on_result=lambda name, result: second.append(name), progress=False)
     assert out["interrupted"] is False and out["judged_earlier"] == 2
-    assert not set(first) & set(second) and len(second) == 3  # nothing judged twice
-    assert out["registered"] == 3 and out["duplicates"] == 2 and out["rejected"] == 1 and out["pending"] == 0
+    assert not set(first) & set(second) and len(second) == 4  # nothing judged twice
+    assert out["registered"] == 3 and out["duplicates"] == 2 and out["rejected"] == 2 and out["pending"] == 0
 
 
 def test_export_then_import_round_trips(spade_home, pool, capsys, tmp_path, monkeypatch):  # noqa: F811
