@@ -128,3 +128,23 @@ def test_designer_off_is_the_fixed_environment_baseline() -> None:
     assert same == {"designer", "designer_prompts"}  # the same agent, budget and GRPO settings
     with pytest.raises(SelfPlayConfigError):
         cfg.replace(designer="nobody")
+
+
+def test_main_job_table_reports_every_set() -> None:
+    from spade_envs.selfplay.report import compare_table, plain_summary
+
+    O = ls.Outcome
+    sets = {"heldout_level0": ls.set_figures([O(False, True)] * 4, [O(True, True)] * 4),
+            "heldout_level1": ls.set_figures([O(False, False)] * 4, [O(False, True)] * 4),
+            "external": ls.set_figures([O(False, False)] * 2, [O(False, False)] * 2)}
+    compare = {"episodes": 4, "before": {"wins": 0, "rate": 0.0, "ci95": [0, 0.5]},
+               "after": {"wins": 4, "rate": 1.0, "ci95": [0.5, 1]},
+               "envs": [{"id": "spade/Env-00012-v0", "kwargs": {"difficulty": 0}, "episodes": 4,
+                         "wins_before": 0, "wins_after": 4}], "sets": sets}
+    table = compare_table(compare)
+    assert "held-out, level 1 (no answer stated)" in table and "external (reasoning-gym, easy)" in table
+    assert "100.0%" in table and "0.125" in table  # level 0: 4 discordant pairs, p = 2/16
+    rows = [{"round": 0, "proposed": 4, "valid": 2, "accepted_share": 0.5, "frontier_share": 0.25}]
+    text = plain_summary({"registered": 0, "generations": []}, rows, compare)
+    assert "share accepted was 50%" in text and "frontier band" in text and "25%" in text
+    assert "level 1 (no answer stated) set (4 episodes) it won 0.0% before and 0.0% after" in text

@@ -26,7 +26,8 @@ registry environments; the bench checks what each trainer played (``trained_on_e
 ``spade bench learning [--json]`` calls :func:`run`; settings from the environment:
 ``SPADE_BENCH_OUT`` (``runs/bench-learning``), ``SPADE_BENCH_TRAIN_S`` (self-play budget,
 900 s), ``SPADE_BENCH_EPISODES`` (held-out episodes per level, 48),
-``SPADE_BENCH_EXTERNAL`` (external episodes, 400), ``SPADE_BENCH_MODEL`` (``default``),
+``SPADE_BENCH_EXTERNAL`` (external episodes, 400), ``SPADE_BENCH_SCREEN`` (screening
+episodes per reasoning-gym task, 4), ``SPADE_BENCH_MODEL`` (``default``),
 ``SPADE_BENCH_BASELINE`` (``1``; ``0`` skips the fixed-environment baseline).
 ``--quick`` is a smoke run (tiny random model, a few episodes, one round; its figures
 mean nothing). Progress lines go to stderr.
@@ -225,6 +226,7 @@ def run(quick: bool = False) -> dict[str, Any]:
             out_dir=out, model=env.get("SPADE_BENCH_MODEL", "default"), overrides=BENCH_OVERRIDES,
             heldout_episodes=int(env.get("SPADE_BENCH_EPISODES", "48")),
             external_episodes=int(env.get("SPADE_BENCH_EXTERNAL", str(ls.EXTERNAL_EPISODES))),
+            screen_episodes=int(env.get("SPADE_BENCH_SCREEN", str(ls.SCREEN_EPISODES))),
             train_budget_s=float(env.get("SPADE_BENCH_TRAIN_S", "900")),
             baseline=env.get("SPADE_BENCH_BASELINE", "1") != "0", say=say)
     return {k: v for k, v in result.items() if k != "bench"}

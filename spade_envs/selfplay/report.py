@@ -110,6 +110,13 @@ def plain_summary(summary: dict[str, Any], rows: list[dict[str, Any]], compare: 
                         else "."))
     elif registered:
         lines.append("Their regret was measured from the agent's plays and stored with them in the registry.")
+    with_props = [r for r in rows if r.get("proposed")]
+    if with_props:
+        def pct(key: str) -> str:
+            return ", ".join("-" if r.get(key) is None else f"{r[key]:.0%}" for r in with_props)
+
+        lines.append(f"Per round with proposals, the share accepted was {pct('accepted_share')} and the share landing "
+                     f"in the frontier band (0 < plain win rate < 1 and regret > 0) was {pct('frontier_share')}.")
     lines.append(f"The agent played {plays} environment(s) per round in total and earned a mean reward of "
                  f"{(sum(rewards) / len(rewards)) if rewards else 0.0:.3f} on its training plays.")
     lines.append(f"GRPO advantages: {_nonzero(agent_adv)} of {len(agent_adv)} agent rows and {_nonzero(des_adv)} of "
