@@ -51,15 +51,17 @@ The program format (follow it exactly):
 - step(self, action: str) -> (observation: str, reward: float, terminated: bool,
   truncated: bool, info: dict). Reward 1.0 for a win, 0.0 otherwise (partial credit
   in [0, 1] is allowed). Truncate after max_turns steps. Never crash on malformed actions.
-- solution(self) -> str: what wins the CURRENT episode (write it: without it the
-  environment can only be stored as unverified, since no win can be replayed).
+- solution(self) -> str: what wins the CURRENT episode, as actions that replay to a win
+  (without it, or with a prose strategy instead, the environment can only be stored as
+  unverified, since no win can be replayed).
 - hint(self) -> str (recommended): a privileged hint about the strategy that does NOT
   contain the answer.
 - The observation must never contain the answer; guessing ("0", "1", "yes", "42") must not win.
 - Allowed without import: random re math json itertools collections functools string copy
   heapq operator statistics np numpy, deque defaultdict Counter OrderedDict namedtuple
   combinations permutations product chain accumulate reduce lru_cache deepcopy heappush
-  heappop, typing names. No files, no network, no os/sys/subprocess, no input().
+  heappop, typing names. No files, no network, no os/subprocess, no input(); sys only for
+  its constants (sys.maxsize, sys.float_info).
 """
 
 MODE_RULES = {
@@ -76,7 +78,8 @@ Mode: multi-step game.
 - Every step takes ONE action (a move such as "\\boxed{up}" or "\\boxed{3 4}") and
   returns what changed; the game is won only after several correct moves.
 - solution() returns the winning moves of the current episode, one per line (each
-  in \\boxed{...}, or bare moves, one per line); stepping them in order from reset must win.
+  in \\boxed{...}, or bare moves, one per line; a path "A -> B -> C" or a comma list
+  "up, up, left" is read too); stepping them in order from reset must win.
 - Invalid moves get an explanatory observation (and reward 0.0), never an exception.
 """,
     "tool": """\
