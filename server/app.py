@@ -1,7 +1,8 @@
 """OpenEnv deployment entry point of this repository (``openenv.yaml``: ``server.app:app``).
 
-OpenEnv's tools (``openenv validate``, ``openenv build``, ``uv run server``) expect an
-environment directory with ``server/app.py`` holding the FastAPI ``app`` and a ``main()``.
+OpenEnv's tools (``openenv validate``, ``openenv build``) expect an environment directory
+with ``server/app.py`` holding the FastAPI ``app`` and a ``main()``. spade-envs is a
+library, so it installs no ``server`` script (``uv run server``): run one of the lines below.
 Both are the package's own server (:func:`spade_envs.integrations.openenv_server.create_server`,
 the same one ``spade serve`` runs); ``main`` is ``spade serve`` with the given options.
 

@@ -254,14 +254,22 @@ def test_serve_without_openenv_prints_one_install_line(tmp_path):
     assert lines == ["spade: error: spade serve needs openenv-core: pip install 'spade-envs[openenv]'"]
 
 
-def test_openenv_validate_passes_on_the_repository_and_on_a_running_server(server16):
+#: what `openenv validate DIR` asks of an environment *project* that spade-envs, a library,
+#: deliberately does not have (issue 30): a uv.lock (the one lock is requirements/constraints.txt),
+#: a generic `server` script on the user's PATH, openenv-core in the core dependencies
+#: (it is the [openenv] extra). Everything else of the local layout must pass.
+LIBRARY_CHOICES = {"Missing uv.lock - run 'uv lock' to generate it", "Missing [project.scripts] server entry point",
+                   "Missing required dependency: openenv-core>=0.2.0 (or openenv>=0.2.0)"}
+
+
+def test_openenv_validate_on_the_repository_layout_and_on_a_running_server(server16):
     import json as _json
 
     root = Path(__file__).resolve().parents[1]
     local = subprocess.run([sys.executable, "-m", "openenv.cli", "validate", str(root), "--json"],
                            capture_output=True, text=True, timeout=120)
-    assert local.returncode == 0, local.stdout + local.stderr
-    assert _json.loads(local.stdout)["passed"] is True
+    issues = set(_json.loads(local.stdout)["issues"])
+    assert issues <= LIBRARY_CHOICES, issues - LIBRARY_CHOICES  # server/app.py with main(), openenv.yaml: fine
     running = subprocess.run([sys.executable, "-m", "openenv.cli", "validate", "--url", server16.url],
                              capture_output=True, text=True, timeout=120)
     report = _json.loads(running.stdout)
