@@ -167,7 +167,11 @@ class InProcessSession(EnvSession):
         self._env = env
         self._self_validating = isinstance(env, ToolUseBaseEnv)
         self._tools_key: tuple[str, list[dict[str, Any]]] | None = None
-        self._refresh_tools()
+        self._gate = ToolGate([])
+        try:
+            self._refresh_tools()
+        except EnvExecutionError:
+            pass  # get_tools() may need reset() (a fresh instance need not be playable): read again at reset
 
     def _refresh_tools(self) -> None:
         known = self._tools_key
