@@ -8,14 +8,19 @@ the same one ``spade serve`` runs); ``main`` is ``spade serve`` with the given o
 
     uvicorn server.app:app --host 0.0.0.0 --port 8000     # all registry environments
     python -m server.app --port 8000                      # = spade serve --port 8000
+
+``SPADE_SERVE_TOKEN`` set in the environment makes every request but ``GET /health`` need
+``Authorization: Bearer <token>`` (as ``spade serve --token``).
 """
 
 from __future__ import annotations
 
+import os
+
 from spade_envs.cli import serve as _serve
 from spade_envs.integrations.openenv_server import create_server
 
-app = create_server()
+app = create_server(token=os.environ.get("SPADE_SERVE_TOKEN") or None)
 
 
 def main() -> None:

@@ -57,6 +57,17 @@ class EnvExecutionError(SpadeError):
         self.kind = kind
 
 
+class EpisodeOverError(SpadeError, RuntimeError):
+    """``step`` after the episode ended, without ``reset`` in between. An episode ends
+    when a step returns ``terminated`` or ``truncated`` (or, in ``SpadeEnv``, when the
+    program failed). Every environment answers this way: the runtime enforces it
+    (:class:`spade_envs.runtime.EnvSession`), the program is not called."""
+
+    def __init__(self, message: str = "the episode is over (a step returned terminated or truncated): "
+                                      "call reset() before step()") -> None:
+        super().__init__(message)
+
+
 class UnknownEnvironmentError(SpadeError):
     """An id does not name an environment in the active registry."""
 

@@ -15,6 +15,9 @@ sandbox for anything else unless ``trust_remote_code=True``.
   ``"timeout"``; see :mod:`spade_envs.episode`). A program that raises or hangs ends its
   episode as in SPADE (reward -1.0, ``terminated=True``, ``terminated_by`` the failure
   verdict, ``info["error"]``) instead of raising into the caller.
+- After ``terminated`` or ``truncated`` (a failure included), ``step`` without ``reset``
+  raises :class:`~spade_envs.errors.EpisodeOverError`: one rule for every environment,
+  kept by the runtime (:mod:`spade_envs.runtime`), never by the program.
 - Multi-player games (two or more players) are played from one seat against a built-in
   opponent: ``opponent="scripted"`` (default), ``"random"`` or a callable
   ``policy(observation, legal_actions) -> str``; ``seat=`` picks the agent's seat
@@ -42,7 +45,7 @@ import gymnasium as gym
 
 from .solutions import solution_plans
 from .episode import EpisodeLog, coerce_action, coerce_seed, constructor_default, end_reason
-from .errors import EnvExecutionError, EnvProgramError, SpadeError
+from .errors import EnvExecutionError, EnvProgramError, EpisodeOverError, SpadeError
 from .prompts import SYSTEM_PROMPT, opening_messages
 from .runtime import EnvRuntime, EnvSession
 from .spaces import UnicodeText
@@ -155,9 +158,8 @@ class SpadeEnv(gym.Env[str, str]):
 
     def step(self, action: str) -> StepTuple:
         action = coerce_action(action)
-        if self._failed:
-            return self._last_obs, 0.0, False, True, {"error": "episode already failed; call reset()",
-                                                      "truncated_by": "error", "turn": self._log.turns}
+        if self._failed:  # the post-termination rule (spade_envs.runtime), for a failed episode too
+            raise EpisodeOverError("the episode is over (the program failed): call reset() before step()")
         try:
             result: StepTuple | SpadeError = self._session.step(action)
         except (EnvExecutionError, EnvProgramError) as exc:
@@ -344,6 +346,8 @@ def step_many(envs: Sequence[SpadeEnv], actions: Sequence[str]) -> list[StepTupl
     out: list[StepTuple | None] = [None] * len(envs)
     groups: dict[int, tuple[EnvRuntime, list[int]]] = {}
     texts = [coerce_action(a) for a in actions]
+    if any(env._failed or env._session.episode_over for env in envs):  # before any env is stepped
+        raise EpisodeOverError("an episode in the batch is over: call reset() on it before step()")
     for i, env in enumerate(envs):
         if env.is_game or env._failed:
             out[i] = env.step(texts[i])

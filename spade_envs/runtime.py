@@ -17,10 +17,18 @@ Contract of every session method: it returns values that passed
 :mod:`spade_envs.contract`, or raises :class:`EnvProgramError` (the program broke the
 format) or :class:`EnvExecutionError` (it raised, hung or broke a limit). It never lets
 any other exception escape.
+
+One post-termination rule for every environment, kept here and not by programs: once a
+``step`` returned ``terminated`` or ``truncated``, the next ``step`` without a ``reset``
+raises :class:`EpisodeOverError` ("call reset()") and the program is not called.
+:class:`EnvSession` applies it to the ``step``/``reset`` of every subclass; runtimes that
+batch (``step_batch``) apply it per call, also to later calls of a session within the
+same batch.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -28,18 +36,62 @@ from typing import Any
 
 from .actions import parse_tool_calls
 from .contract import StepResult, check_reset_result, check_step_result, check_text
-from .errors import EnvExecutionError, EnvProgramError, NoSolutionError, SpadeError
+from .errors import EnvExecutionError, EnvProgramError, EpisodeOverError, NoSolutionError, SpadeError
 from .parameters import resolve_kwargs
 from .program import inspect_program, trusted_prelude
 from .solutions import needs_final_answer
 from .tools import ArgumentValidator, validate_tool_specs
 
 
+def ends_episode(result: Any) -> bool:
+    """Whether a step result says the episode ended (``terminated`` or ``truncated``)."""
+    return isinstance(result, tuple) and len(result) == 5 and (result[2] is True or result[3] is True)
+
+
+def _step_rule(step: Any) -> Any:
+    @functools.wraps(step)
+    def ruled_step(self: EnvSession, action: Any) -> Any:
+        if self.episode_over:
+            raise EpisodeOverError()
+        result = step(self, action)
+        if ends_episode(result):
+            self.episode_over = True
+        return result
+
+    ruled_step._episode_rule = True  # type: ignore[attr-defined]
+    return ruled_step
+
+
+def _reset_rule(reset: Any) -> Any:
+    @functools.wraps(reset)
+    def ruled_reset(self: EnvSession, *args: Any, **kwargs: Any) -> Any:
+        result = reset(self, *args, **kwargs)
+        self.episode_over = False
+        return result
+
+    ruled_reset._episode_rule = True  # type: ignore[attr-defined]
+    return ruled_reset
+
+
 class EnvSession(ABC):
-    """One live instance of an environment program."""
+    """One live instance of an environment program.
+
+    Every subclass's ``step`` and ``reset`` are wrapped (``__init_subclass__``) with the
+    post-termination rule of the module docstring: ``episode_over`` turns True when a
+    step returns ``terminated`` or ``truncated``, ``step`` then raises
+    :class:`EpisodeOverError`, and a successful ``reset`` starts a playable episode."""
 
     #: OpenAI function specs of the current episode (validated; [] for text-only envs)
     tools: list[dict[str, Any]]
+    #: the last step ended the episode and no reset came since (a fresh session is playable)
+    episode_over: bool = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name, rule in (("step", _step_rule), ("reset", _reset_rule)):
+            method = cls.__dict__.get(name)
+            if callable(method) and not getattr(method, "_episode_rule", False):
+                setattr(cls, name, rule(method))
 
     @abstractmethod
     def reset(self, seed: int | None = None) -> tuple[str, dict]: ...

@@ -1,7 +1,9 @@
 """``spade serve``: registry environments over OpenEnv's HTTP/WebSocket protocol.
 
 Needs the optional ``openenv-core`` dependency (``pip install 'spade-envs[openenv]'``);
-without it the command prints that one line and exits 1. See docs/serve_openenv.md.
+without it the command prints that one line and exits 1. ``--token`` (or
+``SPADE_SERVE_TOKEN``, which keeps it out of the process list) makes every request but
+``GET /health`` need ``Authorization: Bearer <token>``. See docs/serve_openenv.md.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ def register(app: typer.Typer) -> None:
         default_env: str = typer.Option("spade/Env-00001", "--default-env", help="environment of a reset without env_id"),
         env: list[str] = typer.Option(None, "--env", help="serve only these ids (repeatable; default: the whole registry)"),
         sandbox_all: bool = typer.Option(False, "--sandbox-all", help="run the shipped seed suite sandboxed too"),
+        token: str = typer.Option(None, "--token", envvar="SPADE_SERVE_TOKEN", show_envvar=True,
+                                  help="require this bearer token on every request but GET /health "
+                                       "(WebSocket clients may pass ?token=)"),
     ) -> None:
         """Serve the registry over OpenEnv (one environment session per WebSocket client)."""
         from .main import fail
@@ -35,14 +40,15 @@ def register(app: typer.Typer) -> None:
 
         try:
             app_ = openenv_server.create_server(default_env=default_env, envs=env or None, max_sessions=max_sessions,
-                                                idle_timeout=idle_timeout or None, sandbox_all=sandbox_all)
+                                                idle_timeout=idle_timeout or None, sandbox_all=sandbox_all,
+                                                token=token)
         except IntegrationError as exc:
             raise fail(str(exc)) from None
         sock = bind(host, port)  # bind first: a busy port is one line, before any announcement
         import uvicorn
 
         typer.echo(f"spade: serving OpenEnv on http://{host}:{port} (ws://{host}:{port}/ws), "
-                   f"max {max_sessions} sessions", err=True)
+                   f"max {max_sessions} sessions" + (", bearer token required" if token else ""), err=True)
         server = uvicorn.Server(uvicorn.Config(app_, log_level="warning"))
         try:
             server.run(sockets=[sock])

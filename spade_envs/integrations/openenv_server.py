@@ -11,6 +11,11 @@ supplies the environment class and its Pydantic types, so any OpenEnv client dri
   closed by OpenEnv's reaper (it checks every ``max(timeout/4, 5)`` s).
 - ``POST /reset``, ``POST /step``: OpenEnv's stateless HTTP endpoints (a fresh instance per
   request: useful for probing, not for playing); ``GET /health``, ``/schema``, ``/metadata``.
+- OpenEnv's MCP routes are refused (``POST /mcp`` answers a JSON-RPC error,
+  ``WebSocket /mcp`` is closed): ``openenv/session/create`` took a session slot without a
+  connection, so anyone could empty the server. With ``token`` (``spade serve --token``)
+  every request but ``GET /health`` needs ``Authorization: Bearer <token>`` (a WebSocket
+  may pass ``?token=`` instead). See :mod:`.openenv_guards`.
 - Errors are answers, not crashes: over HTTP a bad request gets a 4xx JSON body
   ``{"detail": message, "error": class}`` (404 unknown id, 409 ``step`` without an episode
   (HTTP is stateless: play over ``/ws``), 422 a malformed action, 400 any other refusal);
@@ -215,12 +220,18 @@ def environment_class(default_env: str = DEFAULT_ENV, envs: Iterable[str] | None
 
 
 def create_server(*, default_env: str = DEFAULT_ENV, envs: Iterable[str] | None = None, max_sessions: int = 64,
-                  idle_timeout: float | None = 600.0, sandbox_all: bool = False) -> Any:
-    """The FastAPI app (OpenEnv's ``create_app``) serving the registry."""
+                  idle_timeout: float | None = 600.0, sandbox_all: bool = False, token: str | None = None) -> Any:
+    """The FastAPI app (OpenEnv's ``create_app``) serving the registry; with ``token``,
+    every request but ``GET /health`` must carry it (:class:`.openenv_guards.BearerToken`).
+    OpenEnv's MCP routes are refused (:class:`.openenv_guards.NoMcpSessions`)."""
     from openenv.core.env_server.http_server import create_app
+
+    from .openenv_guards import BearerToken, NoMcpSessions
 
     if max_sessions < 1:
         raise IntegrationError("--max-sessions must be at least 1")
+    if token is not None and (not token.strip() or token != token.strip() or not token.isprintable()):
+        raise IntegrationError("--token must be a non-empty printable string without surrounding spaces")
     if idle_timeout is not None and idle_timeout <= 0:
         idle_timeout = None
     cls = environment_class(default_env, envs, sandbox_all)
@@ -229,6 +240,9 @@ def create_server(*, default_env: str = DEFAULT_ENV, envs: Iterable[str] | None 
     app.add_exception_handler(SpadeError, _spade_error_response)
     app.add_middleware(_QuietDisconnect)
     app.add_middleware(_DeliverRefusal)
+    app.add_middleware(NoMcpSessions)
+    if token is not None:
+        app.add_middleware(BearerToken, token=token)  # outermost: nothing runs before the check
     return app
 
 

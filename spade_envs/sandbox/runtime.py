@@ -31,10 +31,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..contract import StepResult, check_reset_result, check_step_result, check_text
-from ..errors import EnvExecutionError, EnvProgramError, SpadeError
+from ..errors import EnvExecutionError, EnvProgramError, EpisodeOverError, SpadeError
 from ..parameters import resolve_kwargs
 from ..program import inspect_program
-from ..runtime import EnvRuntime, EnvSession
+from ..runtime import EnvRuntime, EnvSession, ends_episode
 from .confine import refused_layers
 from .pool import Worker, WorkerPool, needs_full
 
@@ -264,18 +264,36 @@ class SandboxRuntime(EnvRuntime):
         return None
 
     def step_batch(self, calls: Sequence[tuple[EnvSession, str]]) -> list[StepResult | SpadeError]:
-        raw = self._call([(s, "step", a if isinstance(a, str) else str(a)) for s, a in calls], self.step_timeout_s)
-        out: list[StepResult | SpadeError] = []
-        for payload in raw:
+        """Step sessions in one message per worker. The post-termination rule holds per
+        call (:mod:`spade_envs.runtime`): a session whose episode is over gets
+        :class:`EpisodeOverError` without a message, and so does every later call of a
+        session within the batch once one of its steps ended the episode."""
+        out: list[Any] = [None] * len(calls)
+        live = []
+        for i, (session, _action) in enumerate(calls):
+            if session.episode_over:
+                out[i] = EpisodeOverError()
+            else:
+                live.append(i)
+        texts = [(calls[i][0], "step", calls[i][1] if isinstance(calls[i][1], str) else str(calls[i][1])) for i in live]
+        raw = self._call(texts, self.step_timeout_s)  # type: ignore[arg-type]
+        for i, payload in zip(live, raw):
+            session = calls[i][0]
+            if session.episode_over:  # an earlier call of this batch ended its episode
+                out[i] = EpisodeOverError()
+                continue
             if isinstance(payload, SpadeError):
-                out.append(payload)
+                out[i] = payload
                 continue
             try:
                 if not isinstance(payload, list) or len(payload) != 5:
                     raise EnvProgramError("the worker returned a malformed step result")
-                out.append(check_step_result(tuple(payload)))
+                out[i] = result = check_step_result(tuple(payload))
             except SpadeError as exc:
-                out.append(exc)
+                out[i] = exc
+                continue
+            if ends_episode(result):
+                session.episode_over = True
         return out
 
     def reset_batch(self, calls: Sequence[tuple[EnvSession, int | None]]) -> list[tuple[str, dict] | SpadeError]:
@@ -297,6 +315,7 @@ class SandboxRuntime(EnvRuntime):
                     raise EnvProgramError("the worker returned a malformed reset result")
                 calls[i][0]._set_tools(payload[2])  # type: ignore[attr-defined]
                 out[i] = check_reset_result((payload[0], payload[1]))
+                calls[i][0].episode_over = False
             except SpadeError as exc:
                 out[i] = exc
         return out
