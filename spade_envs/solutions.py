@@ -261,7 +261,7 @@ def _boxed_lines(text: str) -> list[str]:
 
 #: names of the readers (what a verdict says was tried)
 READER_NAMES = {
-    "tool_use": "tool calls and answer", "json_plan": "JSON tool plan", "answer_block": "bare answer as <answer>",
+    "tool_use": "tool calls and answer", "tool_use_boxed": "tool calls, then the boxed answer", "json_plan": "JSON tool plan", "answer_block": "bare answer as <answer>",
     "answer_boxed": "bare answer as \\boxed{}", "boxed": "\\boxed{} actions", "lines": "one action per line",
     "lines_boxed": "one boxed action per line", "whole_boxed": "whole text boxed", "bare": "bare answer as written",
     "arrow_tail_boxed": "arrow path, start omitted, boxed", "arrow_boxed": "arrow path, boxed",
@@ -314,6 +314,10 @@ def solution_readings(value: Any, tools: list[dict[str, Any]] | None = None,
         actions = tool_use_actions(text, tools)
         if actions:
             readings.append(("tool_use", actions))
+            boxes = extract_all_boxed(text)
+            if boxes:  # the calls, then the \\boxed{} answer a text-answer program reads
+                calls = [a for a in actions if not a.startswith("<answer>")]
+                readings.append(("tool_use_boxed", calls + [f"\\boxed{{{boxes[-1]}}}"]))
         else:
             readings += [("answer_block", [f"<answer>{stripped}</answer>"]), ("answer_boxed", [f"\\boxed{{{stripped}}}"])]
     elif boxed_spans(text):

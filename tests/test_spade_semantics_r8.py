@@ -1,6 +1,6 @@
 """Issue 29: everything SPADE's loader runs runs here, with SPADE's semantics.
 
-Fifteen programs written as SPADE's designer writes them (``tests/spade_format_r8/``), one
+Sixteen programs written as SPADE's designer writes them (``tests/spade_format_r8/``), one
 per point of the issue, are each loaded by SPADE's loader rules (``spade_loader_rules``),
 accepted by the acceptance pipeline in the sandbox (verified when a reading of
 ``solution()`` replays a win, unverified otherwise: never rejected for it) and played to a
@@ -47,11 +47,12 @@ EXPECT: dict[str, tuple[bool, str, str]] = {
     "import_sys": (True, "solution_replay", "solution wins"),
     "hint_level": (True, "solution_replay", "solution wins"),
     "whodunit": (True, "no_leak", "absent from reset and garbage observations"),
+    "tools_init_without_reset": (True, "solution_replay", "read as tool calls, then the boxed answer"),
 }
 
 
 def test_every_fixture_has_an_expectation():
-    assert set(SOURCES) == set(EXPECT) and len(SOURCES) == 15
+    assert set(SOURCES) == set(EXPECT) and len(SOURCES) == 16
 
 
 @pytest.mark.parametrize("name", sorted(EXPECT))
