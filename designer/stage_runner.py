@@ -112,6 +112,7 @@ class Context:
     replay: Any = None  # stages.ReplayOutcome, once the solution's readings were tried
     verified: bool = True  # False: no solution(), or no reading of it replays a win
     notes: list[str] = field(default_factory=list)  # what the loader tolerated (shown in verdicts)
+    defines_hint: bool = False  # the class defines hint() (a None from it is then a tolerated failure)
 
 
 class StageRunner:

@@ -107,6 +107,7 @@ class StageChecks(StageRunner):
             return "compiles to bytecode"
         ctx.class_name = info.class_name
         ctx.notes.extend(info.notes)
+        ctx.defines_hint = "hint" in info.methods
         t0 = time.perf_counter()
         try:
             ctx.session = self.runtime.open(ctx.source, kwargs=dict(self.config.env_kwargs), filename=ctx.filename)
@@ -144,7 +145,10 @@ class StageChecks(StageRunner):
         it needs arguments or it fails (as SPADE, which never calls it). A call that killed
         the session gets a new one."""
         try:
-            return "" if ctx.session.hint() is None else ", hint() -> str"  # type: ignore[union-attr]
+            if ctx.session.hint() is not None:  # type: ignore[union-attr]
+                return ", hint() -> str"
+            # sessions answer None for a hint() that needs arguments or raises
+            return "; note: hint() needs arguments or failed: treated as no hint" if ctx.defines_hint else ""
         except EnvExecutionError as exc:
             if exc.kind in FATAL_KINDS:
                 self._close(ctx)

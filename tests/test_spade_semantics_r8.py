@@ -45,7 +45,7 @@ EXPECT: dict[str, tuple[bool, str, str]] = {
     "inf_info": (True, "smoke", "non-finite float(s) replaced by None"),
     "required_true": (True, "tool_specs", "city: required=true lifted"),
     "import_sys": (True, "solution_replay", "solution wins"),
-    "hint_level": (True, "solution_replay", "solution wins"),
+    "hint_level": (True, "interface", "hint() needs arguments or failed: treated as no hint"),
     "whodunit": (True, "no_leak", "absent from reset and garbage observations"),
     "tools_init_without_reset": (True, "solution_replay", "read as tool calls, then the boxed answer"),
 }
