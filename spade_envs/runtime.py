@@ -38,7 +38,7 @@ from .actions import parse_tool_calls
 from .contract import StepResult, check_reset_result, check_step_result, check_text
 from .errors import EnvExecutionError, EnvProgramError, EpisodeOverError, NoSolutionError, SpadeError
 from .parameters import resolve_kwargs
-from .program import inspect_program, trusted_prelude
+from .program import construct_env, inspect_program, trusted_prelude
 from .solutions import needs_final_answer
 from .tools import ArgumentValidator, validate_tool_specs
 
@@ -307,4 +307,4 @@ class InProcessRuntime(EnvRuntime):
         except Exception as exc:
             raise EnvProgramError(f"{filename}: module body raised {type(exc).__name__}: {exc}", stage="compile") from None
         cls = namespace[info.class_name]
-        return InProcessSession(guarded_call(f"{info.class_name}()", lambda: cls(**(kwargs or {}))))
+        return InProcessSession(guarded_call(f"{info.class_name}()", lambda: construct_env(cls, kwargs or {})))
