@@ -128,6 +128,24 @@ def inspect_program(source: str, filename: str = "<env>") -> ProgramInfo:
     )
 
 
+#: the ``max_turns`` given to a class whose ``__init__`` requires it (SPADE's loader always
+#: passes one; 25 is SPADE's agent-turn budget)
+REQUIRED_MAX_TURNS = 25
+
+
+def construct_env(cls: Any, kwargs: dict[str, Any]) -> Any:
+    """``cls(**kwargs)``; when ``__init__`` requires a ``max_turns`` that ``kwargs`` lacks,
+    ``cls(max_turns=REQUIRED_MAX_TURNS, **kwargs)``, as SPADE's loader builds every game
+    with ``max_turns``. Other errors propagate."""
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:
+        message = str(exc)
+        if "max_turns" in kwargs or "'max_turns'" not in message or "missing" not in message:
+            raise
+    return cls(max_turns=REQUIRED_MAX_TURNS, **kwargs)
+
+
 def _read_metadata(tree: ast.Module, filename: str) -> dict[str, Any]:
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(

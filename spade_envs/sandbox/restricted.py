@@ -131,6 +131,7 @@ def _plain_compile(source: str, filename: str) -> Any:
 
 
 def _construct(cls: type, class_name: str, kwargs: dict[str, Any]) -> Any:
+    from ..program import construct_env
     from ..runtime import guarded_call
 
-    return guarded_call(f"{class_name}()", lambda: cls(**kwargs))
+    return guarded_call(f"{class_name}()", lambda: construct_env(cls, kwargs))
