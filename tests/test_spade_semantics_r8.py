@@ -100,6 +100,14 @@ def test_accepted_and_played_to_a_win(sandboxed, name):
         session.close()
 
 
+def test_init_requiring_max_turns_is_built_as_spade_builds_it(sandboxed):
+    source = _variant("hint_level", "def __init__(self, max_turns=10, **kwargs):", "def __init__(self, max_turns, **kwargs):")
+    spade_load(source)
+    for pipeline in (sandboxed, AcceptancePipeline(runtime=InProcessRuntime())):
+        report = pipeline.run(source, "required_max_turns.py")
+        assert report.accepted and report.verified, report.summary()
+
+
 def test_whodunit_accepted_on_seeds_0_to_30():
     config = AcceptanceConfig(seeds=tuple(range(31)))
     report = AcceptancePipeline(config, runtime=InProcessRuntime()).run(SOURCES["whodunit"], "whodunit.py")
