@@ -252,7 +252,11 @@ class StageChecks(StageRunner):
         themselves (first observation and public state), never on the prose."""
         seeds = list(self.config.seeds) + list(self.config.variety_seeds)
         need = self.config.min_distinct_solutions
-        if not ctx.no_solution and self._find_win(ctx).form is not None:
+        try:
+            replayable = not ctx.no_solution and self._find_win(ctx).form is not None
+        except Reject as exc:  # the replay hung or crashed the program: solution_replay's verdict
+            raise EnvProgramError(str(exc), stage="solution_replay") from None
+        if replayable:
             distinct = len({normalize_answer(self._solution(ctx, s)) for s in seeds})
             if distinct < need:
                 raise Reject(
