@@ -126,7 +126,8 @@ def _print_table(report) -> None:  # noqa: ANN001 - AcceptanceReport, imported l
     console = Console()
     console.print(table)
     if report.accepted:
-        console.print(f"[green]accepted[/green] ({shown(report.class_name)}, {report.seconds:.2f} s)")
+        unverified = "" if getattr(report, "verified", True) else ", [yellow]unverified[/yellow]: no win replayed"
+        console.print(f"[green]accepted[/green] ({shown(report.class_name)}, {report.seconds:.2f} s{unverified})")
     else:
         console.print(f"[red]rejected at {shown(report.rejected_at)}[/red]: "
                       f"{shown(report.failure.detail if report.failure else '')}")
