@@ -88,6 +88,23 @@ _USAGE = (click.UsageError, *[c for c in (getattr(_vendored, "UsageError", None)
 _CLICK = (click.ClickException, *[c for c in (getattr(_vendored, "ClickException", None),) if c])
 
 
+#: top-level module of an optional dependency -> the extra that brings it (pyproject.toml)
+EXTRAS = {
+    **dict.fromkeys(("torch", "transformers", "gguf", "lmformatenforcer", "httpx", "safetensors"), "agents"),
+    **dict.fromkeys(("trl", "accelerate", "datasets", "tensorboard"), "train"),
+    **dict.fromkeys(("mpmath", "openpyxl", "reasoning_gym", "verifiers", "matplotlib"), "evals"),
+    "openenv": "openenv", "vllm": "gpu",
+}
+
+
+def missing_extra(module: str) -> str | None:
+    """The install line for a missing optional module, or None when it is not one of ours."""
+    top = module.split(".")[0]
+    if top == "bfcl_eval":
+        return "pip install --no-deps bfcl-eval mpmath"
+    return f"pip install 'spade-envs[{EXTRAS[top]}]'" if top in EXTRAS else None
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         rv = app(args=argv, standalone_mode=False)
@@ -109,14 +126,24 @@ def main(argv: list[str] | None = None) -> int:
     except SpadeError as exc:
         fail(str(exc))
         return 1
+    except ModuleNotFoundError as exc:  # an optional dependency of this command is not installed
+        hint = missing_extra(exc.name or "")
+        if hint is None:
+            return _internal_error(exc)
+        fail(f"this command needs {(exc.name or '').split('.')[0]}: {hint}")
+        return 1
     except KeyboardInterrupt:
         typer.echo("spade: interrupted", err=True)
         return 130
     except Exception as exc:  # last resort: one line, not a traceback
-        if os.environ.get("SPADE_DEBUG"):
-            raise
-        typer.echo(f"spade: internal error: {type(exc).__name__}: {exc} (set SPADE_DEBUG=1 for a traceback)", err=True)
-        return 1
+        return _internal_error(exc)
+
+
+def _internal_error(exc: Exception) -> int:
+    if os.environ.get("SPADE_DEBUG"):
+        raise exc
+    typer.echo(f"spade: internal error: {type(exc).__name__}: {exc} (set SPADE_DEBUG=1 for a traceback)", err=True)
+    return 1
 
 
 def entrypoint() -> None:
