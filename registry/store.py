@@ -20,6 +20,13 @@ Contract:
   store re-registers exactly the ids it touched in this process's Gymnasium registry.
 - A store that cannot be written (read-only home, locked file) raises
   :class:`RegistryError` naming the file, never sqlite's ``OperationalError``.
+- Damage is repaired or explained, by every command: an empty file (0 bytes, or an
+  SQLite database without any table) is an empty store and is initialised by the first
+  writable open (``create=False`` included: it only means "do not create a file"); a
+  corrupt one (a bad header, truncated, malformed pages found at open or by any later
+  query) raises :class:`RegistryFormatError` naming the file and ``spade registry
+  repair``, which moves it aside (:func:`move_aside`, nothing is deleted) and starts an
+  empty store.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from ..errors import QuarantinedError, RegistryError, RegistryFormatError, Unkno
 from .catalog import EnvRecord
 from .ids import EnvId, parse_env_id
 from .migrations import APPLICATION_ID, FIRST_STORE_SEQ, MIGRATIONS, SCHEMA_VERSION
+from .store_damage import StoreConnection, corrupt_error, move_aside, repair_hint  # noqa: F401 - re-exported
 from .rows import STATUSES, record_from_row, row_values, seed_by_sha
 
 DB_NAME = "registry.sqlite3"
@@ -83,8 +91,7 @@ def _check_header(path: Path) -> None:
         head = fh.read(len(_SQLITE_MAGIC))
     if head != _SQLITE_MAGIC or size < 512:
         raise RegistryFormatError(
-            f"{path} is not a spade registry (not an SQLite database, or a corrupt one); "
-            "move it away or point SPADE_HOME elsewhere",
+            f"{path} is not a spade registry (not an SQLite database, or a corrupt one); {repair_hint(path)}",
             kind="corrupt",
         )
 
@@ -124,10 +131,11 @@ class Registry:
         try:
             conn = sqlite3.connect(
                 f"{p.resolve().as_uri()}?mode={mode}", uri=True, timeout=BUSY_TIMEOUT_S,
-                isolation_level=None, check_same_thread=False,
+                isolation_level=None, check_same_thread=False, factory=StoreConnection,
             )
         except sqlite3.Error as exc:
             raise RegistryError(f"cannot open the registry store {p}: {exc}") from None
+        conn.store_path = p
         reg = cls(conn, p, readonly)
         try:
             reg._prepare(create=create and not readonly, migrate=not readonly)
@@ -135,9 +143,7 @@ class Registry:
             conn.close()
             if "locked" in str(exc) or "readonly" in str(exc) or "unable to open" in str(exc):
                 raise RegistryError(f"cannot use the registry store {p}: {exc}") from None
-            raise RegistryFormatError(
-                f"{p} is corrupt ({exc}); move it away or point SPADE_HOME elsewhere", kind="corrupt"
-            ) from None
+            raise corrupt_error(p, str(exc)) from None
         except BaseException:
             conn.close()
             raise
@@ -173,7 +179,9 @@ class Registry:
         self._conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         fresh = self._check_identity()
         current = self._pragma("user_version")
-        if (fresh and create) or (not fresh and current < SCHEMA_VERSION and (create or migrate)):
+        # an existing empty file (0 bytes: an interrupted first run, a `touch`) is an empty
+        # store: any writable open initialises it, as any writable open upgrades an old one
+        if (fresh and (create or migrate)) or (not fresh and current < SCHEMA_VERSION and (create or migrate)):
             with self.transaction():
                 fresh = self._check_identity()  # another process may have won the race
                 start = self._pragma("user_version")
@@ -188,7 +196,9 @@ class Registry:
                     self._conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                     self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         elif fresh or current < SCHEMA_VERSION:
-            raise RegistryError(f"{self.path} needs schema migration; run any `spade registry` command once")
+            what = "is empty (not initialised yet)" if fresh else "has an older schema"
+            raise RegistryError(f"{self.path} {what} and was opened read-only; `spade registry list` "
+                                "initialises or upgrades it (or open it for writing)")
         if not self.readonly:
             if self._conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
                 self._conn.execute("PRAGMA journal_mode = WAL")

@@ -289,4 +289,7 @@ def register(app: typer.Typer) -> None:
     from .registry_pool import register_pool_commands  # import-pool, export-pool
 
     register_pool_commands(registry_app)
+    from .registry_repair import register_repair  # repair (issue 27)
+
+    register_repair(registry_app)
     app.add_typer(registry_app, name="registry")
