@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # GPU check of the self-play trainer on ONE H200, at most 10 minutes, no network:
 #   1. gpu-tiny: one round with the tiny random Llama, vLLM colocated;
-#   2. one short round at gpu-4b shapes: a random Qwen3 of Qwen3-4B's shape (built offline
-#      on first use under $OUT, ~8 GB bf16), vLLM colocated.
-# Checks per part: completions within each GRPO group differ, the weights change (with a
-# learning signal), CUDA memory peak, rollout tokens/s on generation alone.
+#   2. the gpu-4b preset (bf16 autocast over fp32 masters, its context and vLLM share) on a random
+#      Qwen3 of Qwen3-4B's shape and vocabulary (built offline
+#      on first use under $OUT, ~8 GB bf16): a short round, then one full-length step.
+# Checks per part: completions within each GRPO group differ, the fraction of weights a step
+# with a learning signal changes (> 0.5), CUDA memory peak vs `spade selfplay --plan`, tokens/s
+# of generation alone. `python benchmarks/gpu_selfplay.py --cpu-dry-run` checks the script on CPU.
 #
 #   bash benchmarks/gpu_selfplay.sh [OUT_DIR]        (exit 0 when every check passes)
 #

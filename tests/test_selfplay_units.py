@@ -190,7 +190,8 @@ def test_time_budget_starts_no_round_that_would_overrun(tmp_path, monkeypatch):
         def __init__(self, config, **kwargs):
             self.round, self.acc, self.generations = 0, None, 1
             self.agent = SimpleNamespace(close=lambda: None)
-            self.grpo = SimpleNamespace(accelerator=SimpleNamespace(unwrap_model=lambda m: m), optimizer=None)
+            self.grpo = SimpleNamespace(accelerator=SimpleNamespace(unwrap_model=lambda m: m), optimizer=None,
+                                        model_wrapped=None)
             self.model = self.tokenizer = self.rng = None
             self.registry = SimpleNamespace(path=tmp_path / "reg")
 

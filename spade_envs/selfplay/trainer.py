@@ -135,6 +135,7 @@ class SelfPlayTrainer:
         self.estimates: dict[str, dict] = {}
         self._records: dict[str, tuple[str, dict]] = {}
         self.round = 0  # next round to run
+        self.last_plain_episodes: list[Any] = []  #: the agent's plain plays of the last round, group-major
         if config.include_seeds:
             self._add_seeds()
 
@@ -298,6 +299,7 @@ class SelfPlayTrainer:
             step = self._grpo_step(rows, cfg.agent_group_size)
             gen_s += self.agent.last_timings.get("generation_s", 0.0)
             plain_eps = dist.gather_rows(self.acc, self.rollout.last_episodes)[:len(rows)]
+            self.last_plain_episodes = plain_eps  # the designer step's rollout call resets last_episodes
             tokens = sum(sum(ep.mask) for eps in [plain_eps, *hinted.values()] for ep in eps)
             returns = [self.rollout.reward_of(ep) for ep in plain_eps]
             row.update(agent_loss=step["loss"], agent_advantages=step["advantages"],
