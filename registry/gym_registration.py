@@ -30,7 +30,6 @@ from typing import Any
 from gymnasium.envs.registration import EnvSpec
 
 from ..errors import SpadeError
-from ..trust import check_params
 from .catalog import EnvRecord, seed_files, seed_records
 from .gym_lazy import EAGER_MAX, active, install
 from .ids import NAMESPACE, EnvId
@@ -54,6 +53,8 @@ def variant_kwargs(base: str, version: int, params: Any) -> dict[str, Any] | Non
     kwargs: dict[str, Any] = {"env_id": base, "version": version}
     if not params:
         return kwargs
+    from ..trust import check_params  # only for variants: `import spade_envs` stays light
+
     try:
         found = json.loads(params) if isinstance(params, str) else params
         kwargs["env_kwargs"] = check_params(found, f"{base}-v{version}: stored variant params")

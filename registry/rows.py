@@ -27,7 +27,6 @@ from typing import Any
 
 from ..errors import RegistryError
 from ..program import inspect_program, source_sha256
-from ..trust import check_params
 from .catalog import EnvRecord, seed_records
 from .ids import EnvId
 
@@ -219,6 +218,8 @@ def canonical_params(params: Any) -> str:
         params = _json_value(params, "variant params") or {}
     if not isinstance(params, dict):
         raise RegistryError(f"variant params must be a JSON object, got {type(params).__name__}")
+    from ..trust import check_params  # lazily: `import spade_envs` reads rows without the runtimes
+
     check_params(params)
     try:
         return json.dumps(params, sort_keys=True, separators=(",", ":"), allow_nan=False)
