@@ -21,8 +21,8 @@ from .errors import (  # noqa: E402
 
 #: Interop entry points, imported on first use: ``load_environment`` (verifiers /
 #: Environments Hub), ``create_dataset`` and ``score_answer`` (reasoning-gym's shape).
-_INTEROP = {"load_environment": ".integrations.verifiers", "create_dataset": ".answer_datasets",
-            "score_answer": ".answer_datasets"}
+_INTEROP = {"load_environment": ".integrations.verifiers", "create_dataset": ".integrations.answer_datasets",
+            "score_answer": ".integrations.answer_datasets"}
 
 
 def __getattr__(name: str):

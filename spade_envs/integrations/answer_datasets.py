@@ -38,11 +38,11 @@ from collections.abc import Iterator
 from random import Random
 from typing import TYPE_CHECKING, Any
 
-from .actions import extract_boxed
-from .errors import IntegrationError, SpadeError
+from ..actions import extract_boxed
+from ..errors import IntegrationError, SpadeError
 
 if TYPE_CHECKING:
-    from .gym_env import SpadeEnv
+    from ..gym_env import SpadeEnv
 
 _LOCK = threading.Lock()
 _SCORERS: dict[tuple[str, str], "SpadeEnv"] = {}  #: open scoring envs, most recently used last
@@ -56,8 +56,8 @@ def _key(env_id: str, env_kwargs: dict[str, Any]) -> tuple[str, str]:
 
 
 def _open(env_id: str, env_kwargs: dict[str, Any]) -> "SpadeEnv":
-    from .gym_env import SpadeEnv
-    from .registry.ids import parse_env_id
+    from ..gym_env import SpadeEnv
+    from ..registry.ids import parse_env_id
 
     eid = parse_env_id(env_id)
     return SpadeEnv(eid.base, eid.version, env_kwargs=dict(env_kwargs))
@@ -67,7 +67,7 @@ class SpadeAnswerDataset:
     """A reasoning-gym-style dataset over one single-answer environment (module docstring)."""
 
     def __init__(self, name: str, *, size: int = 500, seed: int | None = None, **config: Any) -> None:
-        from .registry.catalog import resolve
+        from ..registry.catalog import resolve
 
         if not isinstance(size, int) or isinstance(size, bool) or size < 1:
             raise IntegrationError(f"size must be a positive integer, got {size!r}")
