@@ -69,7 +69,7 @@ def _print_summary(run: Any) -> None:
     console.print(table)
     cands = Table(title="candidates")
     for col in ("#", "skill", "mode", "document", "result", "repairs", "env id", "regret"):
-        cands.add_column(col, overflow="fold")
+        cands.add_column(col, overflow="fold", no_wrap=col == "env id", min_width=18 if col == "env id" else None)
     for c in run.candidates:
         bad = c.attempts[-1].failure if c.attempts else None
         result = "[green]accepted[/green]" if c.accepted else (
@@ -193,7 +193,8 @@ def _print_params_summary(run: Any) -> None:
     console.print(table)
     cands = Table(title="variants")
     for col in ("#", "parent", "point", "result", "env id", "regret"):
-        cands.add_column(col, overflow="fold")
+        whole = col in ("parent", "env id")  # ids are never cut or folded
+        cands.add_column(col, overflow="fold", no_wrap=whole, min_width=18 if whole else None)
     for p in run.proposals:
         bad = next((v for v in p.verdicts if not v["ok"]), None)
         result = "[green]accepted[/green]" if p.valid else (
