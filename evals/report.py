@@ -6,6 +6,13 @@ a result reproducible: environment versions, the registry revision, package vers
 and the options used. ``write_report(results, out_dir)`` writes ``results.json``,
 ``leaderboard.md``, ``report.html`` and ``transcripts.jsonl`` (one line per entry: its
 verdict, why it failed, and its transcript) and returns their paths.
+
+Numbers that add up: each suite's headline (:func:`headline`) is a rate over exactly the
+entries it counts (:func:`counted_entries`; games: the matches against the fixed
+baselines, self-play and game errors reported apart), and the failing entries the page
+lists are those entries not passed, so ``k`` + failing = ``n``. Results carry the run's
+name (``run``); leaderboards are one table per suite (:func:`by_suite`), never ranking runs
+of different suites together, with each run's name and creation time.
 """
 
 from __future__ import annotations
