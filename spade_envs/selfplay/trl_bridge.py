@@ -100,8 +100,9 @@ class SelfPlayGRPOTrainer(GRPOTrainer):
             if sampled is not None:
                 out["old_per_token_logps"] = sampled.to(out["completion_ids"].device).float()
         mask = out["completion_mask"]
+        scored = all("reward" in x for x in inputs)  # the rollout's returns, merged into the rows by TRL
         keep = kept_rows([float(x.get("reward", 0.0)) for x in inputs], [bool(x.get("spade_inert")) for x in inputs],
-                         int(self.num_generations), self.filter_zero_std and self.model.training)
+                         int(self.num_generations), scored and self.filter_zero_std and self.model.training)
         keep_t = torch.tensor(keep, dtype=mask.dtype, device=mask.device)
         tool = out.get("tool_mask")
         out["tool_mask"] = (tool if tool is not None else torch.ones_like(mask)) * keep_t.unsqueeze(1)
