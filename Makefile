@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.spade-installed
 LOCK := requirements/constraints.txt
 
-.PHONY: setup run demo test bench clean
+.PHONY: setup run demo test bench clean lock
 
 setup: $(STAMP)
 
@@ -44,6 +44,12 @@ test: setup
 bench: setup
 	$(BIN)/spade bench sandbox
 	$(BIN)/spade bench registry
+
+# Rewrite the lock from what .venv holds now (after adding a dependency to pyproject.toml
+# and installing it there): its comment header stays, the rest is `pip freeze`.
+lock:
+	{ sed -n '/^#/p' $(LOCK); $(BIN)/pip freeze --exclude-editable | grep -v '^#' | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; } > $(LOCK).new
+	mv $(LOCK).new $(LOCK)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
