@@ -30,7 +30,7 @@ import pytest
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 TUTORIALS = ["gym_quickstart.md", "write_an_environment.md", "train_with_trl.md", "serve_openenv.md", "hub.md",
-             "evals.md", "interop.md"]
+             "evals.md", "interop.md", "selfplay_at_scale.md"]
 _BLOCK = re.compile(r"(?:<!--\s*doc-test:\s*(?P<directive>[^>]*?)\s*-->\s*\n)?```(?P<lang>[a-z]*)\n(?P<code>.*?)```",
                     re.DOTALL)
 BIN = Path(sys.executable).parent
