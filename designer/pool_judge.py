@@ -40,13 +40,19 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from spade_envs.errors import SpadeError
+from spade_envs.errors import SpadeError, UntrustedCodeError
 
 from .acceptance import AcceptanceConfig, AcceptancePipeline
 
 IN_FLIGHT_PER_JOB = 4
 
 _PIPELINE: AcceptancePipeline | None = None
+_INIT_ERROR: str | None = None  # why this judging process could not start (no verdict is possible)
+
+
+class JudgeUnavailable(SpadeError):
+    """The judging processes cannot judge at all (they failed to start, or died): no
+    verdict was produced, so nothing may be recorded for the file."""
 
 
 class _SpecRecorder:
@@ -146,20 +152,43 @@ def pipeline_for_pool(step_deadline_s: float = 2.0) -> AcceptancePipeline:
 
 def _init(step_deadline_s: float) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # every core runs a judging process: waiting on a sandbox worker blocks in poll at
-    # once instead of spinning first (spinning took the CPU from the other processes'
-    # workers: ~25 -> ~10 ms of host CPU per program and +30% programs/s measured on a
-    # loaded 2-core machine; deadlines are unchanged)
-    from spade_envs.sandbox import pool as sandbox_pool
+    global _PIPELINE, _INIT_ERROR
+    try:
+        # every core runs a judging process: waiting on a sandbox worker blocks in poll at
+        # once instead of spinning first (spinning took the CPU from the other processes'
+        # workers: ~25 -> ~10 ms of host CPU per program and +30% programs/s measured on
+        # a loaded 2-core machine; deadlines are unchanged)
+        from spade_envs.sandbox import pool as sandbox_pool
 
-    sandbox_pool.SPIN_S = 0.0
-    global _PIPELINE
-    _PIPELINE = pipeline_for_pool(step_deadline_s)
+        sandbox_pool.SPIN_S = 0.0
+        pipeline = pipeline_for_pool(step_deadline_s)
+        # a known-good program first: a sandbox that cannot judge at all must stop the
+        # import, not reject (and journal) every file with the same infrastructure error
+        from .pool_samples import sample_program
+
+        check = judge_source(pipeline, sample_program("beacons", 0), "<health check>")
+        if not check["accepted"]:
+            failed = next((st for st in check["stages"] if not st["ok"]), {"name": "?", "detail": ""})
+            raise JudgeUnavailable(f"the sandbox rejects a known-good program at {failed['name']}: {failed['detail']}")
+        _PIPELINE = pipeline
+    except Exception as exc:  # reported by every job, as one clear error in the caller
+        _INIT_ERROR = str(exc) if isinstance(exc, JudgeUnavailable) else f"{type(exc).__name__}: {exc}"
 
 
 def _job(filename: str, source: str) -> dict[str, Any]:
-    assert _PIPELINE is not None
-    return judge_source(_PIPELINE, source, filename)
+    if _PIPELINE is None:
+        raise JudgeUnavailable(f"the judging processes could not start ({_INIT_ERROR})")
+    try:
+        return judge_source(_PIPELINE, source, filename)
+    except UntrustedCodeError as exc:  # no sandbox: not a verdict on the file
+        raise JudgeUnavailable(str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 - a bug this program triggers: its verdict names it
+        return _internal(exc)
+
+
+def _internal(exc: BaseException) -> dict[str, Any]:
+    return {"accepted": False, "rejected_at": "internal", "verified": False, "solution_form": 0,
+            "stages": [{"name": "internal", "ok": False, "detail": f"{type(exc).__name__}: {exc}", "seconds": 0.0}]}
 
 
 def default_jobs() -> int:
@@ -219,11 +248,11 @@ class ParallelJudge:
                 key = pending.pop(fut)
                 try:
                     result = fut.result()
+                except JudgeUnavailable as exc:
+                    raise JudgeUnavailable(f"{exc}; nothing was recorded for the files not judged yet") from None
                 except BrokenProcessPool:
-                    raise SpadeError("a judging process died (out of memory?); run the same command again: "
-                                     "what was judged so far is kept") from None
-                except Exception as exc:  # a bug in a job: that file's verdict, not the caller's crash
-                    result = {"accepted": False, "rejected_at": "internal", "verified": False, "solution_form": 0,
-                              "stages": [{"name": "internal", "ok": False, "detail": f"{type(exc).__name__}: {exc}",
-                                          "seconds": 0.0}]}
+                    raise JudgeUnavailable("a judging process died (out of memory?); run the same command again: "
+                                           "what was judged so far is kept") from None
+                except Exception as exc:  # noqa: BLE001 - e.g. a result that could not be sent back
+                    raise JudgeUnavailable(f"judging failed: {type(exc).__name__}: {exc}") from None
                 yield key, result

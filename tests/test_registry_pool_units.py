@@ -103,3 +103,21 @@ def test_bench_pool_reports_named_figures(monkeypatch):
     assert figures["spade_programs_per_s"] > 0 and figures["spade_programs_per_s_one_worker"] > 0
     assert figures["ratio_spade_accepted"] == 1.0 and figures["spade_pool_workers"] == 2
     assert figures["ratio_spade_per_s_vs_workers_x_one_worker"] > 0
+
+
+def test_a_sandbox_that_cannot_judge_stops_the_import_instead_of_rejecting(monkeypatch):
+    """A judging process whose sandbox rejects a known-good program refuses every job
+    (JudgeUnavailable: nothing is journaled) rather than rejecting each file."""
+    import signal
+
+    from spade_envs.designer import pool_judge
+
+    monkeypatch.setattr(signal, "signal", lambda *a: None)  # _init would ignore SIGINT in this process
+    monkeypatch.setattr(pool_judge, "pipeline_for_pool", lambda step_deadline_s: object())
+    monkeypatch.setattr(pool_judge, "judge_source", lambda pipeline, source, name: {
+        "accepted": False, "stages": [{"name": "compile", "ok": False, "detail": "zygote did not start"}]})
+    monkeypatch.setattr(pool_judge, "_PIPELINE", None)
+    monkeypatch.setattr(pool_judge, "_INIT_ERROR", None)
+    pool_judge._init(2.0)
+    with pytest.raises(pool_judge.JudgeUnavailable, match="known-good program at compile: zygote did not start"):
+        pool_judge._job("game_00001_000_x.py", "class XEnv: pass\n")
