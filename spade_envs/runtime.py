@@ -62,6 +62,13 @@ def _step_rule(step: Any) -> Any:
     return ruled_step
 
 
+def keeps_episode_rule(method: Any) -> Any:
+    """Mark a session's ``step``/``reset`` that keeps the post-termination rule itself
+    (through its runtime's batched calls), so :class:`EnvSession` does not wrap it."""
+    method._episode_rule = True
+    return method
+
+
 def _reset_rule(reset: Any) -> Any:
     @functools.wraps(reset)
     def ruled_reset(self: EnvSession, *args: Any, **kwargs: Any) -> Any:

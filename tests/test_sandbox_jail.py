@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from spade_envs.errors import EnvExecutionError, SpadeError
+from spade_envs.errors import EnvExecutionError, EpisodeOverError, SpadeError
 from spade_envs.sandbox import SandboxRuntime
 
 SECRET = "hf_jailtestsecret_9f3k2"
@@ -45,7 +45,7 @@ class AttackEnv:
                 log.append(name + ":denied:" + repr(exc)[:120])
 IMPORTS
 BODY
-        return " | ".join(log), 0.0, True, False, {}
+        return " | ".join(log), 0.0, False, False, {}  # never ends: sessions are stepped again
 '''
 
 HOSTILE_IMPORTS = '''
@@ -314,7 +314,8 @@ def test_malformed_replies_fail_only_their_session(jail, kind):
         assert time.monotonic() - t < 5.0
         assert out[0][0].endswith("honest") and out[2][0].endswith("honest")
         if kind == "extra":  # a well-formed forged reply is its own business; the surplus is caught
-            assert all(isinstance(r, (tuple, EnvExecutionError)) for r in (out[1], out[3]))
+            # (the forged reply said "terminated": a later call of the batch may get EpisodeOverError)
+            assert all(isinstance(r, (tuple, EnvExecutionError, EpisodeOverError)) for r in (out[1], out[3]))
         else:
             assert isinstance(out[1], EnvExecutionError) and out[1].kind == "crash", out[1]
             assert isinstance(out[3], EnvExecutionError)

@@ -34,9 +34,9 @@ from ..contract import StepResult, check_reset_result, check_step_result, check_
 from ..errors import EnvExecutionError, EnvProgramError, EpisodeOverError, SpadeError
 from ..parameters import resolve_kwargs
 from ..program import inspect_program
-from ..runtime import EnvRuntime, EnvSession, ends_episode
+from ..runtime import EnvRuntime, EnvSession, ends_episode, keeps_episode_rule
 from .confine import refused_layers
-from .pool import Worker, WorkerPool, needs_full
+from .pool import Worker, WorkerPool, _has_data, needs_full
 
 _ids = itertools.count(1)
 _KINDS = frozenset("error timeout crash memory recursion security output closed".split())
@@ -126,6 +126,27 @@ class SandboxSession(EnvSession):
                 "or ran past a deadline); reset() starts a new episode", kind="crash")
         return None
 
+    def _over(self) -> SpadeError:
+        """The answer to a step after the episode ended, which the runtime gives without a
+        message. A worker that is gone, or that sent data nobody asked for (checked when
+        no call is in flight), fails the session as that call would have: a protocol
+        break is caught at the next call, answered by the runtime or not."""
+        worker = self.worker
+        if worker is not None and worker.alive and worker.lock.acquire(blocking=False):
+            try:
+                unsolicited = bool(worker.reader.buf) or _has_data(worker.rep_r)
+            finally:
+                worker.lock.release()
+            if unsolicited:
+                self._runtime.pool.release(worker)
+                self.episode_over = False
+                return EnvExecutionError("step() was lost: the worker sent data nobody asked for", kind="crash")
+        problem = self._unavailable()
+        if problem is not None:
+            self.episode_over = False
+            return problem
+        return EpisodeOverError()
+
     def _one(self, op: str, arg: Any) -> Any:
         result = self._runtime._call([(self, op, arg)], self._runtime.step_timeout_s)[0]
         if isinstance(result, SpadeError):
@@ -133,12 +154,14 @@ class SandboxSession(EnvSession):
         return result
 
     # -- EnvSession ------------------------------------------------------------------
+    @keeps_episode_rule  # reset_batch: a successful reset starts a playable episode
     def reset(self, seed: int | None = None) -> tuple[str, dict]:
         result = self._runtime.reset_batch([(self, seed)])[0]
         if isinstance(result, SpadeError):
             raise result
         return result
 
+    @keeps_episode_rule  # step_batch answers a finished episode (after checking on the worker)
     def step(self, action: str) -> StepResult:
         result = self._runtime.step_batch([(self, action)])[0]
         if isinstance(result, SpadeError):
@@ -272,7 +295,7 @@ class SandboxRuntime(EnvRuntime):
         live = []
         for i, (session, _action) in enumerate(calls):
             if session.episode_over:
-                out[i] = EpisodeOverError()
+                out[i] = session._over()  # type: ignore[attr-defined]
             else:
                 live.append(i)
         texts = [(calls[i][0], "step", calls[i][1] if isinstance(calls[i][1], str) else str(calls[i][1])) for i in live]
@@ -280,7 +303,10 @@ class SandboxRuntime(EnvRuntime):
         for i, payload in zip(live, raw):
             session = calls[i][0]
             if session.episode_over:  # an earlier call of this batch ended its episode
-                out[i] = EpisodeOverError()
+                lost = isinstance(payload, EnvExecutionError) and not (session.worker and session.worker.alive)
+                out[i] = payload if lost else EpisodeOverError()  # a worker lost meanwhile: its verdict
+                if lost:  # later calls report the loss too (``_unavailable``), not the rule
+                    session.episode_over = False
                 continue
             if isinstance(payload, SpadeError):
                 out[i] = payload
