@@ -12,6 +12,10 @@ r"""What the Gymnasium wrapper records about an episode, and the rules for its i
   program's own turn limit: ``max_turns`` from the constructor kwargs or its default),
   ``"env"`` (the program truncated for another reason), or the verdict of a failure
   (``"timeout"``, ``"crash"``, ``"memory"``, ``"error"``, ...).
+
+After an episode ended (``terminated`` or ``truncated``), ``step`` without ``reset`` raises
+:class:`~spade_envs.errors.EpisodeOverError`; the runtime's sessions keep that rule for
+every environment (:mod:`spade_envs.runtime`), the wrapper for a failed episode.
 """
 
 from __future__ import annotations
