@@ -245,6 +245,7 @@ _SPADE_RECIPE = dict(
     designer_group_size=8, agent_max_new_tokens=1024, designer_max_new_tokens=4096, reward_mode="regret",
     play_window=4, register_every=4, gradient_checkpointing=True, model_hints=True, micro_batch_size=4,
     max_context=16384, designer_prompt_tokens=4096, params_share=0.25,
+    scale_rewards="none",  # SPADE: --disable-grpo-std-normalization (groups of 2 would make every gap +-0.707)
 )
 
 #: SPADE's released recipe (spade-rl/spade cmd/tool_use/train_spade_4b.sh, spare/core/utils/
