@@ -49,7 +49,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from spade_envs.actions import extract_answer, extract_boxed, solution_to_actions
+from spade_envs.actions import extract_answer, extract_boxed
+from spade_envs.solutions import solution_to_actions
 
 #: boxed move lists longer than this are checked as a sequence, not move by move
 MAX_BOXED_ACTIONS = 2

@@ -203,10 +203,3 @@ def _parse_xml(raw: str) -> ToolCall | None:
         arguments[key] = value
         pos = v_end + len("</parameter>")
     return ToolCall(name=name, arguments=arguments, raw=raw)
-
-
-def solution_to_actions(text: Any, tools: list[dict[str, Any]] | None = None) -> list[str]:
-    """Replayable actions of a ``solution()`` value (see :mod:`spade_envs.solutions`)."""
-    from .solutions import solution_to_actions as replay
-
-    return replay(text, tools)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from spade_envs.actions import solution_to_actions
+from spade_envs.solutions import solution_to_actions
 from spade_envs.errors import EnvExecutionError, SpadeError
 from spade_envs.games import is_multiplayer
 from spade_envs.registry.catalog import seed_records

@@ -79,7 +79,7 @@ def _sessions(runtime: Any, records: Any, opened: dict) -> list:
 
 
 def _replay(runtime: Any, records: Any, opened: dict) -> float:
-    from spade_envs.actions import solution_to_actions
+    from spade_envs.solutions import solution_to_actions
 
     sessions = _sessions(runtime, records, opened)
     t = time.perf_counter()
@@ -92,7 +92,7 @@ def _replay(runtime: Any, records: Any, opened: dict) -> float:
 
 
 def _replay_batched(runtime: Any, records: Any, opened: dict) -> float:
-    from spade_envs.actions import solution_to_actions
+    from spade_envs.solutions import solution_to_actions
 
     sessions = _sessions(runtime, records, opened)
     t = time.perf_counter()
