@@ -7,14 +7,16 @@ guards its entry point with ``if __name__ == "__main__"``), each holding one
 (:func:`pipeline_for_pool`), so every core judges a program while the caller only
 collects verdicts. A job (:func:`judge_source`) is the acceptance pipeline through its
 public entry point, without a novelty memory (the caller judges novelty in file order,
-which a parallel run cannot), plus, for an accepted program, its tool specs as
-:func:`spade_envs.registry.toolspecs.collect_tool_specs` defines them (seed 0's specs,
-and whether seeds 0-2 differ), noted during the acceptance run itself (the store keeps
-specs measured in the sandbox, never claimed; a second session is opened only when
-acceptance did not reset those seeds). Results are plain JSON-able dicts::
+which a parallel run cannot), plus, for an accepted program, its tool specs after a reset
+on each of seeds 0, 1, 2 (what :func:`spade_envs.registry.toolspecs.collect_tool_specs`
+reads), noted during the acceptance run itself in its sandbox (a second session is opened
+only when acceptance did not reset those seeds). Results are plain JSON-able dicts::
 
     {"accepted", "rejected_at", "stages": [{"name", "ok", "detail", "seconds"}], "verified",
-     "solution_form", "seconds", "tool_specs"?, "tool_specs_vary_by_seed"?}
+     "solution_form", "seconds", "tool_specs_seeds"?: [specs of seed 0, 1, 2]}
+
+The caller stores accepted programs through the registry's one write path, giving it
+:class:`RecordedSpecs` as the runtime it measures tool specs in.
 
 :meth:`ParallelJudge.results` takes ``(key, file name, source)`` items lazily (at most
 :data:`IN_FLIGHT_PER_JOB` per process in flight) and yields ``(key, result)`` as verdicts
@@ -127,18 +129,63 @@ def judge_source(pipeline: AcceptancePipeline, source: str, filename: str) -> di
         from spade_envs.games import is_multiplayer_source
         from spade_envs.registry.toolspecs import SPEC_SEEDS, collect_tool_specs
 
-        seen = recorder.seen if recorder is not None else {}
         if is_multiplayer_source(source):
-            specs, vary = [], False
-        elif all(seed in seen for seed in SPEC_SEEDS):
-            specs, vary = json.loads(seen[SPEC_SEEDS[0]]), len({seen[s] for s in SPEC_SEEDS}) > 1
-        else:
-            specs, vary = collect_tool_specs(source, getattr(pipeline.runtime, "inner", pipeline.runtime),
-                                             filename=filename)
-        out["tool_specs"] = specs
-        if vary:
-            out["tool_specs_vary_by_seed"] = True
+            out["tool_specs_seeds"] = [[] for _ in SPEC_SEEDS]
+        elif recorder is not None:
+            if not all(seed in recorder.seen for seed in SPEC_SEEDS):  # acceptance did not reset them all
+                recorder.source = source
+                try:
+                    collect_tool_specs(source, recorder, filename=filename)
+                finally:
+                    recorder.source = None
+            if all(seed in recorder.seen for seed in SPEC_SEEDS):
+                out["tool_specs_seeds"] = [json.loads(recorder.seen[seed]) for seed in SPEC_SEEDS]
     return out
+
+
+class RecordedSpecs:
+    """A runtime for the registry's write path (:func:`spade_envs.registry.write.register_accepted_many`,
+    which measures tool specs by opening the program and resetting it on seeds 0-2) that
+    answers with the specs the judging sandbox saw for exactly this source (a result's
+    ``tool_specs_seeds``), so an accepted program is not opened a second time. A source it
+    holds no measurement for is measured for real, in the write path's own sandbox."""
+
+    def __init__(self) -> None:
+        self._by_sha: dict[str, list[Any]] = {}
+
+    def add(self, source: str, result: dict[str, Any]) -> None:
+        from spade_envs.program import source_sha256
+
+        seeds = result.get("tool_specs_seeds")
+        if isinstance(seeds, list):
+            self._by_sha[source_sha256(source)] = seeds
+
+    def open(self, source: str, *, kwargs: dict[str, Any] | None = None, filename: str = "<env>") -> Any:
+        from spade_envs.program import source_sha256
+        from spade_envs.registry.toolspecs import SPEC_SEEDS
+        from spade_envs.registry.write import measuring_runtime
+
+        seeds = self._by_sha.get(source_sha256(source))
+        if seeds is None or kwargs:
+            return measuring_runtime().open(source, kwargs=kwargs, filename=filename)
+        return _SpecReplay(dict(zip(SPEC_SEEDS, seeds)))
+
+
+class _SpecReplay:
+    """A session that only replays the tool specs measured per seed (see :class:`RecordedSpecs`)."""
+
+    def __init__(self, by_seed: dict[Any, Any]) -> None:
+        self._by_seed = by_seed
+        self.tools: list[dict[str, Any]] = []
+
+    def reset(self, seed: Any = None) -> tuple[str, dict]:
+        if seed not in self._by_seed:
+            raise SpadeError(f"no tool specs were measured for seed {seed}")
+        self.tools = list(self._by_seed[seed])
+        return "", {}
+
+    def close(self) -> None:
+        pass
 
 
 def pipeline_for_pool(step_deadline_s: float = 2.0) -> AcceptancePipeline:

@@ -121,3 +121,19 @@ def test_a_sandbox_that_cannot_judge_stops_the_import_instead_of_rejecting(monke
     pool_judge._init(2.0)
     with pytest.raises(pool_judge.JudgeUnavailable, match="known-good program at compile: zygote did not start"):
         pool_judge._job("game_00001_000_x.py", "class XEnv: pass\n")
+
+
+def test_write_path_measures_tool_specs_from_the_judging_sandbox():
+    """register_accepted_many measures specs through a runtime; RecordedSpecs answers with
+    what the judging sandbox saw for exactly that source, and measures anything else."""
+    from spade_envs.designer.pool_judge import RecordedSpecs
+    from spade_envs.registry.toolspecs import collect_tool_specs
+
+    spec = {"type": "function", "function": {"name": "peek", "description": "d",
+                                             "parameters": {"type": "object", "properties": {}}}}
+    recorded = RecordedSpecs()
+    recorded.add("x = 1\n", {"tool_specs_seeds": [[spec], [spec], []]})
+    assert collect_tool_specs("x = 1\n", recorded) == ([spec], True)
+    shelves = sample_program("shelves", 50)  # never recorded: measured for real, in a sandbox
+    specs, vary = collect_tool_specs(shelves, recorded, filename="shelves.py")
+    assert sorted(t["function"]["name"] for t in specs) == ["count", "list_shelves"] and not vary

@@ -13,9 +13,10 @@ Order of work (DESIGN.md section 7):
 3. accepted files are decided in file-name order as soon as every file before them has its
    verdict: a near-duplicate (:class:`~spade_envs.designer.novelty.NoveltyIndex` over the
    seeds, the store and the files of this pool registered before it) is a ``duplicate``;
-   the rest go through the store's write path for accepted programs
-   (:meth:`~spade_envs.registry.store.Registry.add_many`, with acceptance verdicts and the
-   tool specs measured in the sandbox) as ONE generation (chosen by the first run of this
+   the rest go through the registry's one write path for accepted programs
+   (:func:`~spade_envs.registry.write.register_accepted_many`, with the acceptance
+   verdicts; the tool specs it measures are served from the judging sandbox's
+   observations, :class:`~spade_envs.designer.pool_judge.RecordedSpecs`) as ONE generation (chosen by the first run of this
    pool, kept by its resumptions), with provenance in ``metadata["pool"]``: pool, revision,
    file, sha256 of the file, rollout, index, and the file's ``manifest.jsonl`` and
    ``validation_manifest.jsonl`` rows verbatim; the skill is the file name's.
@@ -53,12 +54,16 @@ class _Registrar:
 
     def __init__(self, reg: Any, journal: Any, pool_key: str, generation: int, stored: set[str],
                  make_index: Callable[[], Any]) -> None:
+        from ..designer.pool_judge import RecordedSpecs
+
         self.reg, self.journal, self.key, self.generation = reg, journal, pool_key, generation
         self.stored, self._make_index, self._index = stored, make_index, None
+        self.specs = RecordedSpecs()  # the write path measures tool specs here: the judging sandbox's
         self.queue: list[tuple[PoolGame, str, dict[str, Any], dict[str, Any]]] = []
 
     def offer(self, game: PoolGame, source: str, result: dict[str, Any], provenance: dict[str, Any]) -> None:
         self.queue.append((game, source, result, provenance))
+        self.specs.add(source, result)
         if len(self.queue) >= REGISTER_BATCH:
             self.flush()
 
@@ -67,14 +72,12 @@ class _Registrar:
         from .registry_cmd import verdict_metadata
 
         stages = [dict(s, detail=novelty) if s.get("name") == "novelty" else s for s in result.get("stages", [])]
-        meta = {**verdict_metadata(result), "pool": prov}
-        if result.get("tool_specs_vary_by_seed"):
-            meta["tool_specs_vary_by_seed"] = True
         return {"source": source, "filename": game.name, "generation": self.generation, "skill": game.skill,
-                "tool_specs": result.get("tool_specs") or [], "metadata": meta, "acceptance": stages}
+                "metadata": {**verdict_metadata(result), "pool": prov}, "acceptance": stages}
 
     def flush(self) -> None:
         from ..errors import SpadeError
+        from ..registry.write import register_accepted_many
 
         items: list[dict[str, Any]] = []
         games: list[PoolGame] = []
@@ -93,13 +96,13 @@ class _Registrar:
             items.append(self._item(game, source, result, prov, detail))
             games.append(game)
         self.queue = []
-        try:
-            stored = self.reg.add_many(items) if items else []
+        try:  # the registry's one write path for accepted programs (tool specs measured there)
+            stored = register_accepted_many(self.reg, items, runtime=self.specs) if items else []
         except SpadeError:  # one bad item must not sink its batch: store them one by one
             stored = []
             for item in items:
                 try:
-                    stored.append(self.reg.add(**item))
+                    stored.append(register_accepted_many(self.reg, [item], runtime=self.specs)[0])
                 except SpadeError as exc:
                     stored.append(exc)
         for game, item, res in zip(games, items, stored):
