@@ -48,7 +48,7 @@ bench: setup
 # Rewrite the lock from what .venv holds now (after adding a dependency to pyproject.toml
 # and installing it there): its comment header stays, the rest is `pip freeze`.
 lock:
-	{ sed -n '/^#/p' $(LOCK); $(BIN)/pip freeze --exclude-editable | grep -v '^#' | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; } > $(LOCK).new
+	{ sed -n '/^#/p' $(LOCK); $(BIN)/pip freeze --all --exclude-editable | grep -v '^#\|^pip==' | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; } > $(LOCK).new
 	mv $(LOCK).new $(LOCK)
 
 clean:
