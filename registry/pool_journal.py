@@ -2,7 +2,8 @@
 
 One SQLite file, ``$SPADE_HOME/pool_imports.sqlite3`` (beside the registry store, WAL,
 safe for several processes). A *pool key* names one pool at one revision
-(``hub:OWNER/NAME@COMMIT`` or ``dir:/abs/path@<sha256 of checksums.sha256>``). Per key:
+(``hub:OWNER/NAME@COMMIT``; a local folder: ``checksums:<sha256 of its checksums.sha256>``,
+so a moved copy resumes too, else ``dir:/abs/path``). Per key:
 
 - ``runs``: the generation its accepted games are registered under (chosen once, by the
   first run, so a resumed import adds to the same generation);

@@ -135,7 +135,9 @@ def import_pool(spec: str, *, jobs: int | None = None, generation: int | None = 
     t0 = time.perf_counter()
     root, pool_name, revision = fetch_pool(spec)
     pool = read_pool(root)  # verifies checksums.sha256 before anything else is read
-    pool_key = (f"hub:{pool_name}@{revision}" if revision else f"dir:{root}@{pool.checksums_sha256 or 'unversioned'}")
+    # a Hub pool is named by its commit; a local one by its checksums file (its content, wherever it lies)
+    pool_key = (f"hub:{pool_name}@{revision}" if revision else
+                f"checksums:{pool.checksums_sha256}" if pool.checksums_sha256 else f"dir:{root}")
     out: dict[str, Any] = {"pool": pool_name, "revision": revision, "checksums": pool.checksums,
                            "files": len(pool.games), "judged": 0, "interrupted": False}
     with _open() as reg, PoolJournal(spade_home()) as journal:
