@@ -179,3 +179,15 @@ def test_ordinary_schemas_still_pass():
         "mode": {"anyOf": [{"const": "easy"}, {"const": "hard"}], "default": "easy"},
         "sizes": {"type": "array", "items": {"type": "integer"}, "maxItems": 4, "default": [1, 2]}}}
     assert check_schema(schema) is schema
+
+
+def test_validation_runs_under_a_deadline():
+    """The net under the bounds: every keyword check looks at the clock."""
+    from spade_envs.schema_bounds import SchemaDeadlineError, best_error, meta_error
+
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    assert best_error(schema, {"a": 1}) is None and best_error(schema, {"a": "x"}) is not None
+    with pytest.raises(SchemaDeadlineError):
+        best_error(schema, {"a": 1}, deadline_s=-1.0)
+    with pytest.raises(SchemaDeadlineError):
+        meta_error(schema, deadline_s=-1.0)
