@@ -15,13 +15,22 @@ shapes are read into actions (each reader returns None when the text is not its 
   ``plan``/``steps``/``calls``/``actions``/``tool_calls`` of an object, followed by a final
   answer (a last bare string or number, an ``{"answer": X}`` step, or the object's
   ``answer``/``final_answer``/``final``); the result is ``(calls, answer)``;
-- :func:`json_moves`: a JSON list of plain strings or numbers, each one action.
+- :func:`json_moves`: a JSON list of plain strings or numbers, each one action;
+- :func:`structured_answer`: an object with one answer field (``{"answer": 42}``);
+- :func:`marked_answer`: the text after the first ``answer:`` / ``answer is`` (to the end
+  of its line, trailing period dropped);
+- :func:`numbered_lines`: lines of a numbered or bulleted list without their markers
+  (``1. up`` / ``2) left`` / ``- right``).
+
+A ``solution()`` that returns a Python list or dict is ``str()``-ed (as SPADE does): the
+JSON readers also take Python literals (single quotes, ``True``/``None``).
 
 Every reader is total (never raises) and linear in the length of its input.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from typing import Any
@@ -75,6 +84,7 @@ def comma_items(text: str) -> list[str] | None:
 
 
 def _load_json(text: str) -> Any:
+    """JSON, else a Python literal (what ``str()`` of a list or dict looks like), else None."""
     body = text.strip()
     fenced = _FENCE.match(body)
     if fenced:
@@ -84,6 +94,10 @@ def _load_json(text: str) -> Any:
     try:
         return json.loads(body)
     except (ValueError, RecursionError):
+        pass
+    try:
+        return ast.literal_eval(body)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
         return None
 
 
@@ -143,3 +157,41 @@ def json_moves(text: str) -> list[str] | None:
     if any(i is None or not i.strip() for i in items):
         return None
     return [str(i).strip() for i in items]
+
+
+def structured_answer(text: str) -> str | None:
+    """The answer of an object with an answer field (``{"answer": 42}``), or None."""
+    data = _load_json(text) if isinstance(text, str) else None
+    if not isinstance(data, dict):
+        return None
+    return next((_scalar(data[k]) for k in (*_ANSWER_KEYS, "solution", "result") if k in data
+                 and _scalar(data[k]) is not None), None)
+
+
+_MARK = re.compile(r"(?i)(?<![A-Za-z0-9_<])(?:final answer|answer)(?:\s+is\b)?(?:\s*[:=]\s*|\s+)")
+_NUMBERED = re.compile(r"^\s*(?:\d{1,3}[.)]|[-*\u2022])\s+")
+
+
+def marked_answer(text: str) -> str | None:
+    """What follows the first ``answer:`` / ``answer is`` / ``final answer:``, to the end of
+    its line (quotes and a trailing period dropped), or None."""
+    if not isinstance(text, str) or len(text) > 100_000:
+        return None
+    m = _MARK.search(text)
+    if m is None:
+        return None
+    end = text.find("\n", m.end())
+    value = text[m.end(): end if end >= 0 else len(text)].strip().strip("`'\"*").rstrip(".").strip()
+    return value or None
+
+
+def numbered_lines(text: str) -> list[str] | None:
+    """The lines of a numbered or bulleted list without their markers (two or more lines,
+    every non-empty line marked), or None."""
+    if not isinstance(text, str) or len(text) > 100_000:
+        return None
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if len(lines) < 2 or len(lines) > MAX_STEPS or not all(_NUMBERED.match(ln) for ln in lines):
+        return None
+    items = [_clean_step(_NUMBERED.sub("", ln, count=1)) for ln in lines]
+    return items if all(items) else None

@@ -23,7 +23,8 @@ Alternates (tried by acceptance when the primary does not win): bare lines boxed
 one, the whole bare text boxed once, a single bare line as written, ``\boxed{X}`` for a
 tool-use bare answer, and the plan shapes of :mod:`spade_envs.plan_readers`: a JSON tool
 plan (primary when the program has tools), an ``A -> B -> C`` path (with and without its
-start, boxed and bare), a comma list and a JSON move list. :func:`solution_readings`
+start, boxed and bare), a comma list, a JSON move list, numbered lines without their
+markers, the text after ``answer:`` and an ``{"answer": X}`` object (boxed). :func:`solution_readings`
 names the reader of each reading (:data:`READER_NAMES`), so a verdict can say which
 readers were tried. Everything here is linear in the length of the text.
 """
@@ -43,7 +44,15 @@ from .actions import (
     parse_tool_call_body,
     tool_call_blocks,
 )
-from .plan_readers import arrow_steps, comma_items, json_moves, json_plan
+from .plan_readers import (
+    arrow_steps,
+    comma_items,
+    json_moves,
+    json_plan,
+    marked_answer,
+    numbered_lines,
+    structured_answer,
+)
 
 _ANSWER_MARK = "answer:"
 _OPENERS, _CLOSERS = "([{", ")]}"
@@ -267,6 +276,8 @@ READER_NAMES = {
     "arrow_tail_boxed": "arrow path, start omitted, boxed", "arrow_boxed": "arrow path, boxed",
     "arrow_tail": "arrow path, start omitted", "arrow": "arrow path", "comma_boxed": "comma list, boxed",
     "comma": "comma list", "json_moves_boxed": "JSON move list, boxed", "json_moves": "JSON move list",
+    "numbered_boxed": "numbered lines, boxed", "numbered": "numbered lines", "marked_boxed": "'answer: X', boxed",
+    "field_boxed": "answer field, boxed", "field_answer": "answer field as <answer>",
 }
 
 
@@ -279,9 +290,13 @@ def _plan_readings(text: str) -> list[tuple[str, list[str]]]:
         out += [("arrow_tail_boxed", [f"\\boxed{{{s}}}" for s in tail]), ("arrow_boxed", [f"\\boxed{{{s}}}" for s in steps]),
                 ("arrow_tail", tail), ("arrow", steps)]
         return out
-    for name, items in (("json_moves", json_moves(text)), ("comma", comma_items(text))):
+    for name, items in (("json_moves", json_moves(text)), ("comma", comma_items(text)),
+                        ("numbered", numbered_lines(text))):
         if items:
             out += [(f"{name}_boxed", [f"\\boxed{{{i}}}" for i in items]), (name, items)]
+    for name, answer in (("marked_boxed", marked_answer(text)), ("field_boxed", structured_answer(text))):
+        if answer:
+            out.append((name, [f"\\boxed{{{answer}}}"]))
     return out
 
 
@@ -320,6 +335,9 @@ def solution_readings(value: Any, tools: list[dict[str, Any]] | None = None,
                 readings.append(("tool_use_boxed", calls + [f"\\boxed{{{boxes[-1]}}}"]))
         else:
             readings += [("answer_block", [f"<answer>{stripped}</answer>"]), ("answer_boxed", [f"\\boxed{{{stripped}}}"])]
+            field = structured_answer(stripped)
+            if field:
+                readings.append(("field_answer", [f"<answer>{field}</answer>"]))
     elif boxed_spans(text):
         readings.append(("boxed", _boxed_lines(text)))
     else:

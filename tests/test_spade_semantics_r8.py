@@ -22,7 +22,15 @@ from spade_envs.contract import INFO_NOTE_KEY, check_step_result
 from spade_envs.designer.acceptance import AcceptanceConfig, AcceptancePipeline
 from spade_envs.designer.leak import find_leak
 from spade_envs.designer.regret import RegretEstimate
-from spade_envs.plan_readers import arrow_steps, comma_items, json_moves, json_plan
+from spade_envs.plan_readers import (
+    arrow_steps,
+    comma_items,
+    json_moves,
+    json_plan,
+    marked_answer,
+    numbered_lines,
+    structured_answer,
+)
 from spade_envs.registry.verification import is_verified
 from spade_envs.runtime import InProcessRuntime
 from spade_envs.solutions import solution_readings
@@ -185,10 +193,18 @@ def test_plan_readers():
     assert json_plan('```json\n{"steps": [{"name": "a"}], "final_answer": 7}\n```') == ([("a", {})], "7")
     assert json_plan('[{"tool": "a"}, "x", {"tool": "b"}]') is None  # an answer must come last
     assert json_plan('[{"answer": 3}]') is None  # no tool step: not a plan
+    # str() of Python structures (SPADE str()s what solution() returns)
+    assert json_moves(str(["up", "left"])) == ["up", "left"]
+    assert json_plan(str([{"tool": "a", "args": {"x": True}}, 7])) == ([("a", {"x": True})], "7")
+    assert structured_answer(str({"answer": "Mrs. Plum"})) == "Mrs. Plum"
+    assert marked_answer("Add them.\nFinal answer: 417.") == "417" and marked_answer("answers vary") is None
+    assert numbered_lines("1. up\n2) left\n- right") == ["up", "left", "right"]
+    assert numbered_lines("1. up\nleft") is None
 
 
 def test_readers_stay_linear():
-    for text in ("-" * 200_000, "->" * 50_000, ", " * 100_000, "[" * 100_000, " " * 200_000 + "->"):
+    for text in ("-" * 200_000, "->" * 50_000, ", " * 100_000, "[" * 100_000, " " * 200_000 + "->",
+                 "answer " * 20_000, "1. x\n" * 20_000, "{" * 50_000 + "}" * 50_000):
         t0 = time.perf_counter()
         solution_readings(text)
         solution_readings(text, [{"type": "function", "function": {"name": "a", "parameters": {}}}])
