@@ -38,7 +38,7 @@ from typing import Any
 from RestrictedPython.Guards import safe_builtins
 from RestrictedPython.PrintCollector import PrintCollector
 
-from .policy import ALLOWED_DUNDER_DEFS
+from .dunders import ALLOWED_DUNDER_DEFS
 
 try:  # string.Formatter internals: the C splitter of "a.b[c]" field names
     from _string import formatter_field_name_split
