@@ -50,3 +50,53 @@ def test_ctrl_c_names_the_checkpoint_and_resume_continues(tmp_path):
     assert summary["rounds"] == done + 1 and summary["rounds_this_run"] >= 1
     rounds = [json.loads(x)["round"] for x in (out / "metrics.jsonl").read_text().splitlines()]
     assert rounds == list(range(done + 1))
+
+
+class _FakeTrainer:
+    """Rounds without a model: round 1 is interrupted when ``stop_at`` says so."""
+
+    stop_at: int | None = None
+
+    def __init__(self, config, **kwargs):
+        from types import SimpleNamespace
+
+        self.round, self.acc, self.generations = 0, None, []
+        self.agent = SimpleNamespace(close=lambda: None)
+        self.grpo = SimpleNamespace(model_wrapped=None, optimizer=None)
+        self.tokenizer = self.rng = None
+        self.registry = SimpleNamespace(path="reg")
+
+    def run_round(self):
+        if self.round == self.stop_at:
+            raise KeyboardInterrupt
+        self.round += 1
+        return {"round": self.round - 1}
+
+    def state_dict(self):
+        return {}
+
+
+def _fake_save(out, round_no, **kw):
+    folder = Path(out) / "checkpoints" / f"round-{round_no:05d}"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "state.json").write_text("{}")
+    return folder
+
+
+def test_interrupt_names_the_last_checkpoint_and_resume_without_one_starts_over(tmp_path, monkeypatch):
+    from spade_envs.selfplay import build_config, checkpoint, loop, trainer as trainer_mod
+
+    monkeypatch.setattr(trainer_mod, "SelfPlayTrainer", _FakeTrainer)
+    monkeypatch.setattr(checkpoint, "save", _fake_save)
+    cfg = build_config("cpu-tiny", rounds=5, out_dir=str(tmp_path / "a"), plot=False, tensorboard=False)
+    monkeypatch.setattr(_FakeTrainer, "stop_at", 2)
+    with pytest.raises(loop.SelfPlayInterrupted) as info:
+        loop.run(cfg)
+    msg = str(info.value)
+    assert "round-00001" in msg and "after round 1" in msg and "metrics.jsonl" in msg and "--resume" in msg
+    monkeypatch.setattr(_FakeTrainer, "stop_at", 0)
+    with pytest.raises(loop.SelfPlayInterrupted, match="no checkpoint yet"):
+        loop.run(cfg.replace(out_dir=str(tmp_path / "b")))
+    monkeypatch.setattr(_FakeTrainer, "stop_at", None)
+    out = loop.run(cfg.replace(out_dir=str(tmp_path / "b"), rounds=2), resume=True)
+    assert out["rounds_this_run"] == 2 and "no checkpoint" in out["resume_note"]
