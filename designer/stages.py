@@ -402,14 +402,19 @@ class StageChecks(StageRunner):
 
 
     def _secret_text(self, ctx: Context, seed: Any) -> str:
-        """The text whose answers the leak check looks for: the solution as written, or
-        the winning actions of a JSON tool plan (whose answer is its last step)."""
-        if ctx.replay is not None and ctx.replay.reader == "json_plan":
+        """The text whose answers the leak check looks for: the winning actions of a
+        reading that extracts an answer (a JSON tool plan, ``answer: X``, an answer field),
+        else the solution as written (a path or a list of moves is the secret as a whole,
+        not its last move, which a path's goal names)."""
+        reader = ctx.replay.reader if ctx.replay is not None else ""
+        if reader in _ANSWER_READERS:
             return "\n".join(self._actions(ctx, seed))
         return ctx.solutions[seed]
 
 
 _NO_SEED = object()
+#: readings whose last action is an answer taken out of the solution text
+_ANSWER_READERS = frozenset({"json_plan", "marked_boxed", "field_boxed", "field_answer", "tool_use_boxed"})
 
 
 def _short(text: Any, limit: int = 80) -> str:
