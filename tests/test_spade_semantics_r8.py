@@ -145,6 +145,8 @@ REFUSED: dict[str, tuple[str, str, str]] = {
     # the options exception covers an observation that lists the suspects, not a bare reveal
     "culprit_named": (_variant("whodunit", '"That suspect has an alibi. Check the witness statements."',
                                'f"Wrong: {self._culprit} did it."'), "no_leak", "leaks the answer"),
+    "json_plan_answer_shown": (_variant("json_plan", 'are in stock? Use the tools', 'are in stock ({self._expected_answer})? Use the tools'),
+                               "no_leak", "leaks the answer"),
     "inf_reward": (_variant("time_shaped", 'return "Not quite. " + self._obs(), 0.0,',
                             'return "Not quite. " + self._obs(), float("inf"),'), "interface", "non-finite reward"),
     "dunder_slot": (_variant("slots", '__slots__ = ("x", "y")', '__slots__ = ("x", "y", "__dict__")'),
