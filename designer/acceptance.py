@@ -9,37 +9,44 @@ DESIGN.md section 6. :class:`AcceptancePipeline` runs the stages of
     compiles to bytecode, then the runtime (the sandbox by default) compiles, executes the
     module and constructs the environment class with ``config.env_kwargs``.
 ``interface``
-    one public ``*Env`` class with ``reset``/``step``/``solution``; a freshly constructed
-    instance is stepped WITHOUT a reset (its failure is judged in ``smoke``); ``reset``
-    returns ``(str, dict)``, ``step`` a 5-tuple of the right types, ``solution()`` a
-    non-empty str, ``hint()`` a str when defined.
+    a public ``*Env`` class (the first, with a note when there are several, as SPADE's
+    loader picks it) with ``reset``/``step``; nothing is stepped before a reset (a fresh
+    instance need not be playable); ``reset`` returns ``(str, dict)``, ``step`` a 5-tuple
+    of the right types; a ``hint()`` that needs arguments or fails is no hint (a note).
 ``tool_specs``
     every spec is a valid OpenAI function definition backed by a ``tool_<name>`` method;
     a solution that calls tools needs declared tools.
 ``smoke``
-    the fresh instance was playable; ``reset`` with every seed of ``config.seeds`` and
-    ``None``, each followed by junk actions; no call over ``config.step_deadline_s``.
+    ``reset`` with every seed of ``config.seeds`` and ``None``, each followed by junk
+    actions; no call over ``config.step_deadline_s``; non-finite floats in ``info`` are
+    replaced (a note), a non-finite reward fails.
 ``determinism``
     resetting the SAME instance twice with one seed replays the same episode: every seed of
     ``config.seeds`` gives again the first observation and solution it gave in smoke, and
     the first ``config.determinism_seeds`` seeds replay the solution twice with the same
     observation, reward and end flags at every step.
 ``seed_variety``
-    different seeds, different tasks, judged on ``solution()``: at least
-    ``config.min_distinct_solutions`` distinct solutions over ``seeds + variety_seeds``.
+    different seeds, different tasks: at least ``config.min_distinct_solutions`` distinct
+    solutions over ``seeds + variety_seeds`` when the solution replays to a win, else
+    (no ``solution()``, or a text no reader replays, such as prose) as many distinct
+    first observations and public states.
 ``solution_replay``
-    replaying ``solution()`` (its primary reading, else the first alternate reading of
-    :func:`spade_envs.solutions.solution_plans` that wins on every seed) from a fresh
-    episode ends with a reward >= ``config.win_reward`` for every seed of ``config.seeds``.
-    A program without ``solution()`` passes with the named verdict "no reference
-    solution: solvability unverified" (``report.verified`` is False).
+    the readings of ``solution()`` (:func:`spade_envs.solutions.solution_readings`,
+    primary first) are replayed from fresh episodes until one wins on every seed of
+    ``config.seeds``; a win is SPADE's: the episode terminates with a reward > 0 (or
+    reaches ``config.win_reward``). When none wins, the program is accepted *unverified*
+    (SPADE never replays ``solution()``) and the verdict names the readers tried; so is a
+    program without ``solution()`` ("no reference solution: solvability unverified").
+    ``report.verified`` and the verdict's ``verified`` flag say which.
 ``garbage``
     no probe of :func:`~spade_envs.designer.probes.garbage_probes`, each from a fresh
-    episode, reaches ``win_reward`` (a probe equal to the episode's answer is skipped).
+    episode, reaches ``win_reward`` or terminates with the reward the solution's own win
+    had (a time-shaped 0.64); a probe equal to the episode's answer is skipped.
 ``no_leak``
     no specific answer string (:mod:`~spade_envs.designer.leak`) appears in a reset
     observation or in an observation of a garbage play that did not end the episode
-    (revealing the answer once the episode is over is allowed).
+    (revealing the answer once the episode is over is allowed; an answer listed among
+    several options shown together is not a leak); skipped when unverified.
 ``novelty``
     ``config.novelty_check(source) -> (ok, detail)``; passes with "no memory given" when
     none is configured.
