@@ -124,6 +124,9 @@ def test_spade_preset_follows_the_released_recipe():
     assert c.hint_plays == 4 and c.hint_once and c.designer_center == "skill" and c.designer_reward_scale is None
     assert c.filter_zero_std and c.trl == {"adam_beta2": 0.98} and c.zero_stage == 3  # check_reward_nonzero_std
     assert all(preset(n).scale_rewards == "none" and preset(n).filter_zero_std for n in ("gpu-4b", "gpu-8b", "gpu-30b"))
+    from spade_envs.selfplay.rewards import designer_scale
+
+    assert designer_scale(c) == 1.0  # designer rows get their own step: SPADE's mixing scale does not apply
     assert c.scale_rewards == "none" and (c.epsilon, c.epsilon_high, c.learning_rate) == (0.2, 0.28, 1e-6)
     assert preset("cpu-smol").params_share > 0.5 > preset("gpu-4b").params_share
 

@@ -112,7 +112,7 @@ class SelfPlayConfig:
     play_window: int = 1  #: rounds of plays before a candidate's regret is final (reward delay)
     hint_once: bool = False  #: hinted plays once per environment, when first played (SPADE); else every round
     designer_center: str = "none"  #: "skill": centre designer rewards on their skill's mean, no std (SPADE)
-    designer_reward_scale: float | None = 1.0  #: multiply designer rewards (None: SPADE's min(50, agent/designer rows x regen))
+    designer_reward_scale: float | None = 1.0  #: multiply designer rewards (None: SPADE's setting, 1 here: rewards.designer_scale)
     params_share: float = 0.0  #: share of designer prompts in ``params`` mode (propose a registry variant)
     corpus: str = "stdlib"  #: grounding documents (designer.corpus.Corpus source)
     skills: list[str] = field(default_factory=lambda: [

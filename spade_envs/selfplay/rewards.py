@@ -199,3 +199,11 @@ def spade_designer_scale(agent_rows: int, designer_rows: int, regen_every: int, 
     if agent_rows <= 0 or designer_rows <= 0:
         return 1.0
     return min(cap, agent_rows / designer_rows * regen_every)
+
+
+def designer_scale(config: Any) -> float:
+    """The factor on designer rewards: ``designer_reward_scale``, or with None (SPADE's
+    setting) 1: SPADE's ``min(50, agent/designer rows x regen)`` (:func:`spade_designer_scale`)
+    compensates designer rows being a small share of the agent's batch; self-play trains
+    them in a step of their own, normalised over their own tokens: nothing to offset."""
+    return 1.0 if config.designer_reward_scale is None else float(config.designer_reward_scale)

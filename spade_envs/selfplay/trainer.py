@@ -25,7 +25,7 @@ from :mod:`.trl_bridge`. Each round ``r``:
    :func:`~.rewards.finalize_rewards` (in a step of their own, normalised over their own
    tokens: SPADE's ``min(50, agent/designer rows x regen)`` scale offsets the dilution of
    designer rows mixed into the agent's batch, which does not happen here, so
-   ``designer_reward_scale=None`` means 1 — see :func:`designer_scale`);
+   ``designer_reward_scale=None`` means 1 — see :func:`~.rewards.designer_scale`);
 6. every ``register_every`` rounds pending programs/variants become ONE new registry
    generation (main process only); metrics; checkpoint.
 
@@ -48,7 +48,7 @@ from .config import SelfPlayConfig
 from .design import Proposal, ScriptedSeedVariants, SelfPlayDesigner
 from .registration import Registrar
 from .replay_buffer import ReplayBuffer, ReplayEntry
-from .rewards import Candidate, DesignerLedger, finalize_rewards, is_step_timeout
+from .rewards import Candidate, DesignerLedger, designer_scale, finalize_rewards, is_step_timeout
 from .rollout import SelfPlayRollout, StoredCompletion, agent_prompt, designer_prompt
 from .splits import is_heldout
 
@@ -58,14 +58,6 @@ MAX_KEPT_PLAYS = 256  #: plain/hinted returns kept per environment for its store
 
 def _mean(xs: list[float]) -> float | None:
     return fmean(xs) if xs else None
-
-
-def designer_scale(config: SelfPlayConfig) -> float:
-    """The factor on designer rewards: ``designer_reward_scale``, or with None (SPADE's
-    setting) 1: SPADE's ``min(50, agent/designer rows x regen)`` (:func:`~.rewards.spade_designer_scale`)
-    compensates designer rows being a small share of the agent's batch; here they are
-    trained in their own step, normalised over their own tokens, so there is nothing to offset."""
-    return 1.0 if config.designer_reward_scale is None else float(config.designer_reward_scale)
 
 
 def train_seed_entries(config: SelfPlayConfig) -> list[ReplayEntry]:
