@@ -5,7 +5,8 @@ the program), a JSONL or Parquet pool (code in a ``code``/``source``/``env_code`
 or single ``.py`` files (:mod:`spade_envs.registry.importer` reads them). Every candidate
 gets one verdict:
 
-- ``added``: accepted and stored (``unverified`` as well when it has no ``solution()``);
+- ``added``: accepted and stored (``unverified`` as well when no win was replayed: no
+  ``solution()``, or one no reader replays);
 - ``duplicate``: the same source (sha256) is already stored, is a seed, or came earlier in
   this import: skipped without running acceptance;
 - ``rejected``: acceptance failed (the stage and its detail are given);
@@ -109,7 +110,7 @@ def _print_human(result: dict[str, Any]) -> None:
 
     for r in result["files"]:
         if r["verdict"] == "added":
-            tail = "" if r["verified"] else " (unverified: no solution())"
+            tail = "" if r["verified"] else " (unverified: no win replayed)"
             typer.echo(f"added {r['id']}-v{r['version']}{tail}: {r['file']}")
         elif r["verdict"] == "rejected":
             typer.echo(f"rejected at {r['rejected_at']}: {r['file']}: {r['detail']}")
