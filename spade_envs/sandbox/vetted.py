@@ -86,7 +86,7 @@ ALLOW: dict[str, str] = {
         fields is_dataclass replace""",
     # constants only (SPADE's games read sys.maxsize as "infinity"): no modules, path, argv,
     # stdout, exit, settrace, getrecursionlimit setters or anything else of the real sys
-    "sys": "maxsize float_info version_info maxunicode byteorder",
+    "sys": "maxsize float_info int_info version_info version hexversion maxunicode byteorder",
     "__future__": """annotations absolute_import division generator_stop generators nested_scopes
         print_function unicode_literals with_statement""",
 }
