@@ -101,3 +101,16 @@ def test_accelerate_sync_gradients_as_the_trainer_sets_them():
     wrapper = inspect.getsource(DeepSpeedEngineWrapper.backward)
     assert "if sync_gradients:" in wrapper and "self.engine.step()" in wrapper
     assert "scale_wrt_gas" in inspect.getsource(Trainer.training_step)  # no second division by accumulation
+
+
+def test_trl_settings_compose_into_grpo_config():
+    from spade_envs.selfplay import build_config
+    from spade_envs.selfplay.config import SelfPlayConfigError
+    from spade_envs.selfplay.grpo import grpo_args
+
+    args = grpo_args(build_config("spade", device="cpu", out_dir="unused"))
+    assert args.adam_beta2 == 0.98 and args.scale_rewards == "none" and args.beta == 0.005 and args.bf16
+    with pytest.raises(SelfPlayConfigError, match="not trl.GRPOConfig fields: nope"):
+        grpo_args(build_config("cpu-tiny", trl={"nope": 1}))
+    with pytest.raises(SelfPlayConfigError, match="as self-play settings"):
+        build_config("cpu-tiny", trl={"beta": 0.1})

@@ -89,6 +89,16 @@ def grpo_args(config: SelfPlayConfig) -> Any:
         vllm_max_model_length=config.vllm_max_model_length or context_length(config),
         mask_truncated_completions=False,
     )
+    import dataclasses
+
+    from .config import SelfPlayConfigError
+
+    unknown = sorted(set(config.trl or {}) - {f.name for f in dataclasses.fields(GRPOConfig)})
+    if unknown:
+        raise SelfPlayConfigError(f"trl: not trl.GRPOConfig fields: {', '.join(unknown)}")
+    clash = sorted(set(config.trl or {}) & set(shapes))
+    if clash:
+        raise SelfPlayConfigError(f"trl: {', '.join(clash)} are set by self-play itself")
     return GRPOConfig(**{**shapes, **{k: getattr(config, k) for k in GRPO_FIELDS}, **dict(config.trl or {})})
 
 
