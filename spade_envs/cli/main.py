@@ -142,7 +142,10 @@ def main(argv: list[str] | None = None) -> int:
 def _internal_error(exc: Exception) -> int:
     if os.environ.get("SPADE_DEBUG"):
         raise exc
-    typer.echo(f"spade: internal error: {type(exc).__name__}: {exc} (set SPADE_DEBUG=1 for a traceback)", err=True)
+    from ..textsafe import safe_text
+
+    typer.echo(safe_text(f"spade: internal error: {type(exc).__name__}: {exc} (set SPADE_DEBUG=1 for a traceback)"),
+               err=True)
     return 1
 
 

@@ -108,14 +108,16 @@ def _print_human(result: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from ..textsafe import safe_text
+
     for r in result["files"]:
         if r["verdict"] == "added":
             tail = "" if r["verified"] else " (unverified: no win replayed)"
             typer.echo(f"added {r['id']}-v{r['version']}{tail}: {r['file']}")
-        elif r["verdict"] == "rejected":
-            typer.echo(f"rejected at {r['rejected_at']}: {r['file']}: {r['detail']}")
+        elif r["verdict"] == "rejected":  # details quote the program: control characters stripped
+            typer.echo(safe_text(f"rejected at {r['rejected_at']}: {r['file']}: {r['detail']}"))
         else:
-            typer.echo(f"{r['verdict']}: {r['file']}: {r['detail']}")
+            typer.echo(safe_text(f"{r['verdict']}: {r['file']}: {r['detail']}"))
     s = result["summary"]
     table = Table(title="registry import")
     for col in ("total", "added", "unverified", "duplicate", "rejected", "unreadable"):

@@ -137,10 +137,12 @@ def pull_cmd(
                    "where it does, the published entry wins and a notice names the new id)")
     for m in res["deduplicated"]:
         typer.echo(f"  deduplicated {m['from']} -> {m['to']} (same source)")
+    from ..textsafe import safe_text  # reasons quote the dataset's programs and rows
+
     for q in res["quarantined"]:
-        typer.echo(f"  quarantined {q['id']}: {q['reason']}")
+        typer.echo(safe_text(f"  quarantined {q['id']}: {q['reason']}"))
     for s in res["skipped"]:
-        typer.echo(f"  skipped {s['id']}: {s['reason']}")
+        typer.echo(safe_text(f"  skipped {s['id']}: {s['reason']}"))
 
 
 @registry_app.command("remove")
