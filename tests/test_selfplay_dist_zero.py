@@ -1,4 +1,5 @@
-"""The ZeRO-3 accumulation logic of ``trl_bridge.grpo_step`` under a DeepSpeed stand-in
+"""Multi-GPU logic checked without GPUs: the ZeRO-3 accumulation of ``trl_bridge.grpo_step``
+under a DeepSpeed stand-in, gathered checkpoints, and the device each rank loads onto
 (DeepSpeed itself does not run on this CPU-only set-up).
 
 accelerate runs DeepSpeed's ``engine.backward`` and, when ``sync_gradients`` is true,
@@ -114,3 +115,31 @@ def test_checkpoint_gathers_on_every_rank_and_writes_on_the_main_one(tmp_path):
     assert main.gathered == 1 and m0.saved
     assert (final / "model" / "weights.pt").is_file() and not (final / "optimizer.pt").exists()
     assert checkpoint.latest(tmp_path) == final
+
+
+def test_model_loads_on_this_ranks_device_after_the_config(tmp_path, monkeypatch):
+    """The GRPOConfig (accelerate's PartialState: LOCAL_RANK -> cuda:<local rank>; ZeRO-3
+    registration) exists BEFORE the model loads, and the model goes to ``args.device``,
+    not to plain "cuda" (GPU 0 on every rank)."""
+    import contextlib
+
+    from spade_envs.selfplay import build_config, grpo
+
+    order = []
+
+    class Args:
+        device = "cuda:3"
+
+        def main_process_first(self, **kw):
+            order.append("first")
+            return contextlib.nullcontext()
+
+    def load(config, device):
+        order.append(("load", device))
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(grpo, "grpo_args", lambda config: order.append("args") or Args())
+    monkeypatch.setattr(grpo, "load_policy", load)
+    with pytest.raises(RuntimeError, match="stop here"):
+        grpo.build_trainer(build_config("cpu-tiny", out_dir=str(tmp_path)))
+    assert order == ["args", "first", ("load", "cuda:3")]
