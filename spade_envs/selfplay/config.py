@@ -14,13 +14,16 @@ Presets:
   mostly ``params`` design (the main job, ``make run``);
 - ``gpu-tiny``: the random model with vLLM colocated (for ``benchmarks/gpu_selfplay.sh``);
 - ``gpu-4b`` / ``gpu-8b`` / ``gpu-30b``: SPADE-like shapes (temperature 0.6, clip
-  0.2/0.28, lr 1e-6, at most 25 turns, designer regeneration every 4 rollouts, mostly
-  ``code`` design) with vLLM and micro-batches that fit one GPU; ``model`` must name a
-  local checkpoint folder (models are never downloaded), e.g. ``--model /models/Qwen3-4B``;
+  0.2/0.28, lr 1e-6, no std division, at most 25 turns, designer regeneration every 4
+  rollouts, mostly ``code`` design) with vLLM, bf16 autocast over float32 master weights;
+  gpu-4b fits one H200, gpu-8b and gpu-30b one 8-GPU node with ZeRO-3 (``zero_stage=3``;
+  gpu-30b with a vLLM server elsewhere): ``spade selfplay --plan`` shows the memory;
+  ``model`` must name a local checkpoint folder (models are never downloaded), e.g.
+  ``--model /models/Qwen3-4B``;
 - ``spade``: SPADE's released tool-use 4B recipe as closely as this trainer allows
-  (per-skill centred, scaled designer rewards, invalid 0, step timeout -0.5, KL 0.005,
-  16 hinted plays once per environment, failed plays -1, unterminated 0); see
-  :data:`SPADE` for where it differs.
+  (per-skill centred designer rewards, invalid 0, step timeout -0.5, KL 0.005, 4 hinted
+  plays once per environment, failed plays -1, unterminated 0, equal-reward groups
+  dropped); see :data:`SPADE` for where it differs.
 """
 
 from __future__ import annotations
