@@ -233,6 +233,10 @@ def _job(filename: str, source: str) -> dict[str, Any]:
         return _internal(exc)
 
 
+def _ready() -> None:
+    """A job that only makes its process start (see :meth:`ParallelJudge.start`)."""
+
+
 def _internal(exc: BaseException) -> dict[str, Any]:
     return {"accepted": False, "rejected_at": "internal", "verified": False, "solution_form": 0,
             "stages": [{"name": "internal", "ok": False, "detail": f"{type(exc).__name__}: {exc}", "seconds": 0.0}]}
@@ -258,6 +262,14 @@ class ParallelJudge:
         self._executor = ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("spawn"),
                                              initializer=_init, initargs=(self._step_deadline_s,))
         return self
+
+    def start(self) -> None:
+        """Start every judging process now (imports, sandbox, health check), so that work
+        the caller does before its first :meth:`results` overlaps their start-up."""
+        if self._executor is None:
+            raise RuntimeError("use ParallelJudge as a context manager")
+        for _ in range(self.jobs):
+            self._executor.submit(_ready)
 
     def __exit__(self, exc_type: Any, *exc: Any) -> None:
         executor, self._executor = self._executor, None

@@ -145,64 +145,76 @@ def import_pool(spec: str, *, jobs: int | None = None, generation: int | None = 
                                  generation if generation is not None else reg.next_generation())
         out["generation"] = gen
         rows = journal.rows(pool_key)
-        known = _known_shas(reg)
-        registrar = _Registrar(reg, journal, pool_key, gen, known, lambda: DesignerMemory(reg).novelty_index())
-        seen: set[str] = set()
-        plan: list[tuple[PoolGame, str]] = []  # (game, source) to judge or decide, in file order
-        outcome: dict[str, tuple[str, str]] = {}  # file name -> (verdict, detail) decided without judging
-        for game in pool.games:
-            if game.sha256 in seen:
-                outcome[game.name] = ("duplicate", "the same file is earlier in this pool")
-                continue
-            row = rows.get(game.sha256)
-            if row is not None and row["outcome"] in ("registered", "duplicate"):
-                seen.add(game.sha256)  # decided by an earlier run
-                continue
-            try:
-                source = source_of(read_game(game))
-            except PoolError as exc:
-                outcome[game.name] = ("rejected", f"read: {exc}")
-                continue
-            sha = source_sha256(source)
-            if sha in seen or (sha in known and row is None):
-                outcome[game.name] = ("duplicate", "the same source is already stored or earlier in this pool")
-                continue
-            seen.update((sha, game.sha256))
-            plan.append((game, source))
-        to_judge = [(g, s) for g, s in plan if g.sha256 not in rows]
-        by_sha = {g.sha256: g for g, _ in to_judge}
-        results = {g.sha256: rows[g.sha256]["result"] for g, _ in plan if g.sha256 in rows}
         out["judged_earlier"] = len(rows)
-        cursor = 0
-
-        def advance() -> None:
-            nonlocal cursor
-            while cursor < len(plan) and plan[cursor][0].sha256 in results:
-                game, source = plan[cursor]
-                result = results[game.sha256]
-                if result.get("accepted"):
-                    registrar.offer(game, source, result, _provenance(pool_name, revision, game))
-                cursor += 1
-
+        registrar = _Registrar(reg, journal, pool_key, gen, set(), lambda: DesignerMemory(reg).novelty_index())
+        outcome: dict[str, tuple[str, str]] = {}  # file name -> (verdict, detail) decided without judging
         try:
-            advance()
-            with _progress(len(to_judge), progress) as bar, ParallelJudge(jobs) as judge:
+            with ParallelJudge(jobs) as judge:
                 out["jobs"] = judge.jobs
-                items = ((g.sha256, g.name, s) for g, s in to_judge)
-                for sha, result in judge.results(items):
-                    journal.record(pool_key, sha, by_sha[sha].name, result)
-                    results[sha] = result
-                    out["judged"] += 1
-                    bar(1)
-                    advance()
-                    if on_result is not None:
-                        on_result(by_sha[sha].name, result)
+                if len(rows) < len(pool.games):
+                    judge.start()  # the processes start up (sandboxes, health check) while the files are read
+                registrar.stored = known = _known_shas(reg)
+                plan, outcome = _plan(pool, rows, known)
+                to_judge = [(g, s) for g, s in plan if g.sha256 not in rows]
+                by_sha = {g.sha256: g for g, _ in to_judge}
+                results = {g.sha256: rows[g.sha256]["result"] for g, _ in plan if g.sha256 in rows}
+                cursor = 0
+
+                def advance() -> None:
+                    nonlocal cursor
+                    while cursor < len(plan) and plan[cursor][0].sha256 in results:
+                        game, source = plan[cursor]
+                        result = results[game.sha256]
+                        if result.get("accepted"):
+                            registrar.offer(game, source, result, _provenance(pool_name, revision, game))
+                        cursor += 1
+
+                advance()
+                with _progress(len(to_judge), progress) as bar:
+                    for sha, result in judge.results((g.sha256, g.name, s) for g, s in to_judge):
+                        journal.record(pool_key, sha, by_sha[sha].name, result)
+                        results[sha] = result
+                        out["judged"] += 1
+                        bar(1)
+                        advance()
+                        if on_result is not None:
+                            on_result(by_sha[sha].name, result)
         except KeyboardInterrupt:
             out["interrupted"] = True
         registrar.flush()
         out.update(_summary(pool.games, journal.rows(pool_key), outcome))
     out["seconds"] = round(time.perf_counter() - t0, 3)
     return out
+
+
+def _plan(pool: Any, rows: dict[str, dict[str, Any]],
+          known: set[str]) -> tuple[list[tuple[PoolGame, str]], dict[str, tuple[str, str]]]:
+    """``(plan, outcome)``: the ``(game, source)`` pairs to judge or decide, in file order,
+    and what is decided without judging (exact duplicates, unreadable files); files an
+    earlier run decided appear in neither."""
+    seen: set[str] = set()
+    plan: list[tuple[PoolGame, str]] = []
+    outcome: dict[str, tuple[str, str]] = {}
+    for game in pool.games:
+        if game.sha256 in seen:
+            outcome[game.name] = ("duplicate", "the same file is earlier in this pool")
+            continue
+        row = rows.get(game.sha256)
+        if row is not None and row["outcome"] in ("registered", "duplicate"):
+            seen.add(game.sha256)  # decided by an earlier run
+            continue
+        try:
+            source = source_of(read_game(game))
+        except PoolError as exc:
+            outcome[game.name] = ("rejected", f"read: {exc}")
+            continue
+        sha = source_sha256(source)
+        if sha in seen or (sha in known and row is None):
+            outcome[game.name] = ("duplicate", "the same source is already stored or earlier in this pool")
+            continue
+        seen.update((sha, game.sha256))
+        plan.append((game, source))
+    return plan, outcome
 
 
 def _summary(games: list[PoolGame], rows: dict[str, dict[str, Any]], outcome: dict[str, tuple[str, str]]) -> dict[str, Any]:
