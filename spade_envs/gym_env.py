@@ -46,7 +46,9 @@ import gymnasium as gym
 from .solutions import solution_plans
 from .episode import EpisodeLog, coerce_action, coerce_seed, constructor_default, end_reason
 from .errors import EnvExecutionError, EnvProgramError, EpisodeOverError, SpadeError
+from .parameters import RESERVED_KEYWORDS
 from .prompts import SYSTEM_PROMPT, opening_messages
+from .records import resolve_record
 from .runtime import EnvRuntime, EnvSession
 from .spaces import UnicodeText
 from .trust import check_params, get_runtime, unpickle_trusted
@@ -98,9 +100,7 @@ class SpadeEnv(gym.Env[str, str]):
 
         trusted = False
         if env_id is not None:
-            from .registry.catalog import resolve
-
-            record = resolve(env_id, version)
+            record = resolve_record(env_id, version)  # the registry's records (spade_envs.records)
             source, trusted = record.source, record.trusted
             if record.params:  # a registry variant: its fixed kwargs, under any given ones (program only)
                 params = check_params(record.params, f"{record.env_id}: stored variant params")
@@ -254,6 +254,21 @@ class SpadeEnv(gym.Env[str, str]):
             except (TypeError, ValueError, KeyError) as exc:
                 raise EnvUnpicklingError(f"pickled environment: unusable random-generator state ({exc})") from None
         self.spec = _unpickled_spec(state.get("spec"), init["trust_remote_code"])
+
+
+def _check_reserved_keywords() -> None:
+    """``SpadeEnv``'s keywords are exactly :data:`~spade_envs.parameters.RESERVED_KEYWORDS`
+    (what no stored params may name): a new keyword must be added there too."""
+    import inspect
+
+    own = {p.name for p in inspect.signature(SpadeEnv.__init__).parameters.values()
+           if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+    if own != RESERVED_KEYWORDS:
+        raise ImportError(f"SpadeEnv's keywords {sorted(own)} differ from parameters.RESERVED_KEYWORDS "
+                          f"{sorted(RESERVED_KEYWORDS)}: update RESERVED_KEYWORDS with the signature")
+
+
+_check_reserved_keywords()
 
 
 def _solution_form(metadata: dict[str, Any]) -> int:

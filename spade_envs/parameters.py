@@ -20,7 +20,7 @@ Contract of this module (it never executes program code):
   no regular expression, no recursive or fanned-out ``$ref``), is valid under its
   meta-schema, is a ``"type": "object"`` with ``properties``, gives every property a
   ``default``, uses no name of ``SpadeEnv``'s own keywords
-  (:func:`spade_envs.trust.reserved_keywords`), and its defaults validate against it;
+  (:data:`RESERVED_KEYWORDS`), and its defaults validate against it;
   otherwise :class:`ParametersSchemaError` (an :class:`EnvProgramError`, stage
   ``parameters``) says what to fix. Every validation runs under a deadline
   (:data:`spade_envs.schema_bounds.DEADLINE_S`);
@@ -48,6 +48,11 @@ from .errors import EnvProgramError, SpadeError
 #: a schema larger than this (as JSON) is a broken program, not a rich one
 MAX_SCHEMA_BYTES = schema_bounds.PARAMETERS_LIMITS.max_bytes
 MAX_PROPERTIES = 64
+#: ``SpadeEnv``'s own keyword names: only the caller's own code passes them, so no program
+#: parameter, variant param or stored kwarg may take one (DESIGN.md section 5). Importing
+#: :mod:`spade_envs.gym_env` checks that ``SpadeEnv.__init__`` takes exactly these.
+RESERVED_KEYWORDS = frozenset({"env_id", "version", "source", "hint", "trust_remote_code", "runtime",
+                               "render_mode", "env_kwargs", "opponent", "seat"})
 #: bounds of the keyword arguments validated against a schema
 KWARGS_LIMITS = schema_bounds.Limits(frozenset(), max_bytes=100_000, max_depth=32, max_nodes=20_000, max_items=10_000)
 
@@ -102,8 +107,6 @@ def read_parameters(source: str | ast.Module, filename: str = "<env>") -> dict[s
 
 def check_schema(schema: Any, filename: str = "<env>") -> dict[str, Any]:
     """``schema`` itself when it is a usable parameters schema (see the module docstring)."""
-    from .trust import reserved_keywords
-
     where = f"{filename}: PARAMETERS"
     try:
         size = len(json.dumps(schema))
@@ -126,7 +129,7 @@ def check_schema(schema: Any, filename: str = "<env>") -> dict[str, Any]:
     props = schema["properties"]
     if len(props) > MAX_PROPERTIES:
         raise ParametersSchemaError(f"{where} declares {len(props)} properties (limit {MAX_PROPERTIES})")
-    reserved = reserved_keywords()
+    reserved = RESERVED_KEYWORDS
     for name, spec in props.items():
         if not name.isidentifier():
             raise ParametersSchemaError(f"{where}: property {name!r} is not a Python identifier (a keyword argument)")

@@ -8,8 +8,8 @@ imports one-way.
 
 Trust comes only from the caller's own argument, never from data:
 
-- :func:`reserved_keywords` is THE set of ``SpadeEnv``'s own keyword names, read from
-  ``SpadeEnv.__init__``'s signature (so it cannot drift from it). A variant's params, a
+- :func:`reserved_keywords` is THE set of ``SpadeEnv``'s own keyword names (importing
+  :mod:`spade_envs.gym_env` fails if ``SpadeEnv.__init__``'s signature drifts from it). A variant's params, a
   program's ``PARAMETERS`` and any stored kwargs may use none of them;
   :func:`check_params` refuses them with one :class:`InvalidParametersError`.
 - A pickled environment never carries trust: unpickling runs the program in the sandbox
@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
-import inspect
 import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -53,16 +51,15 @@ def get_runtime(*, trusted: bool = False, trust_remote_code: bool = False) -> En
         return _SHARED["sandbox"]
 
 
-@functools.lru_cache(maxsize=1)
 def reserved_keywords() -> frozenset[str]:
     """``SpadeEnv``'s own keyword names (``env_id``, ``version``, ``source``, ``hint``,
     ``trust_remote_code``, ``runtime``, ``render_mode``, ``env_kwargs``, ``opponent``,
-    ``seat``...), read from its signature: no stored params may use them."""
-    from .gym_env import SpadeEnv
+    ``seat``): :data:`spade_envs.parameters.RESERVED_KEYWORDS`, which ``SpadeEnv``'s
+    signature is checked against when :mod:`spade_envs.gym_env` is imported. No stored
+    params may use them."""
+    from .parameters import RESERVED_KEYWORDS
 
-    params = inspect.signature(SpadeEnv.__init__).parameters.values()
-    return frozenset(p.name for p in params if p.name != "self"
-                     and p.kind not in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL))
+    return RESERVED_KEYWORDS
 
 
 def check_params(params: Any, where: str = "variant params") -> dict[str, Any]:
