@@ -276,12 +276,18 @@ class ParallelJudge:
         if executor is None:
             return
         if exc_type is not None:  # interrupted: stop now, not after the jobs in flight
-            for proc in list((getattr(executor, "_processes", None) or {}).values()):
+            procs = list((getattr(executor, "_processes", None) or {}).values())
+            for proc in procs:
                 try:
                     proc.kill()
                 except (OSError, ValueError):
                     pass
             executor.shutdown(wait=False, cancel_futures=True)
+            for proc in procs:  # reap them (no zombies left behind)
+                try:
+                    proc.join(timeout=2.0)
+                except (OSError, ValueError, AssertionError):
+                    pass
         else:
             executor.shutdown(wait=True)
 
