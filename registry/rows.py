@@ -23,12 +23,25 @@ from __future__ import annotations
 
 import functools
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import RegistryError
 from ..program import inspect_program, source_sha256
 from .catalog import EnvRecord, seed_records
 from .ids import EnvId
+
+
+@dataclass(frozen=True)
+class AddResult:
+    """Outcome of writing an entry (:meth:`~.store.Registry.add`, a variant, a pull): the
+    entry's id (with version) and whether it is new."""
+
+    env_id: EnvId
+    new: bool
+
+    def as_json(self) -> dict[str, Any]:
+        return {"id": self.env_id.base, "version": self.env_id.version, "new": self.new}
 
 STATUSES = ("active", "deprecated", "quarantined")
 

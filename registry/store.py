@@ -38,7 +38,6 @@ import sqlite3
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,32 +46,12 @@ from .catalog import EnvRecord
 from .ids import EnvId, parse_env_id
 from .migrations import APPLICATION_ID, FIRST_STORE_SEQ, MIGRATIONS, SCHEMA_VERSION
 from .store_damage import StoreConnection, corrupt_error, move_aside, repair_hint  # noqa: F401 - re-exported
-from .rows import STATUSES, record_from_row, row_values, seed_by_sha
+from .paths import DB_NAME, default_path, spade_home  # noqa: F401 - re-exported
+from .rows import STATUSES, AddResult, record_from_row, row_values, seed_by_sha
 
-DB_NAME = "registry.sqlite3"
 BUSY_TIMEOUT_S = 60.0
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _UNWRITABLE = re.compile(r"readonly|read-only|unable to open|disk I/O|locked|permission", re.I)
-
-
-def spade_home() -> Path:
-    """``$SPADE_HOME`` or ``~/.cache/spade``."""
-    return Path(os.environ.get("SPADE_HOME") or Path.home() / ".cache" / "spade").expanduser()
-
-
-def default_path() -> Path:
-    return spade_home() / DB_NAME
-
-
-@dataclass(frozen=True)
-class AddResult:
-    """Outcome of :meth:`Registry.add`: the entry's id (with version) and whether it is new."""
-
-    env_id: EnvId
-    new: bool
-
-    def as_json(self) -> dict[str, Any]:
-        return {"id": self.env_id.base, "version": self.env_id.version, "new": self.new}
 
 
 def _now() -> str:

@@ -16,12 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RegistryFormatError
+from .paths import default_path
 
 
 def repair_hint(path: Path) -> str:
     """The command that fixes a damaged store at ``path``."""
-    from .store import default_path
-
     where = "" if path == default_path() else f" --path {path}"
     return (f"`spade registry repair{where}` moves it aside (kept next to it as {path.name}.corrupt-<time>) "
             "and starts an empty store, or point SPADE_HOME elsewhere")

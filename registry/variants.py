@@ -31,10 +31,10 @@ from ..trust import check_params
 from .catalog import EnvRecord, seed_records
 from .ids import EnvId, parse_env_id
 from .migrations import FIRST_STORE_SEQ
-from .rows import canonical_params, row_values
+from .rows import AddResult, canonical_params, row_values
 
 if TYPE_CHECKING:
-    from .store import AddResult, Registry
+    from .store import Registry
 
 
 class VariantError(RegistryError):
@@ -131,8 +131,6 @@ def add_variant(registry: "Registry", parent: str | EnvId, params: dict[str, Any
     limit. The same (parent, full point) as an existing variant returns that one with
     ``new=False``; the parent's default point returns the parent. Raises
     :class:`VariantError` or :class:`~spade_envs.parameters.InvalidParametersError`."""
-    from .store import AddResult
-
     plan = plan_variant(registry, parent, params)
     if plan.is_defaults:
         return AddResult(plan.root.env_id, False)
