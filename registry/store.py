@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
@@ -51,7 +50,17 @@ from .rows import STATUSES, AddResult, record_from_row, row_values, seed_by_sha
 
 BUSY_TIMEOUT_S = 60.0
 _SQLITE_MAGIC = b"SQLite format 3\x00"
-_UNWRITABLE = re.compile(r"readonly|read-only|unable to open|disk I/O|locked|permission", re.I)
+#: SQLite's result codes (``sqlite3.Error.sqlite_errorname``, primary part) of a store
+#: that exists but cannot be written or opened now: not damage, so never "repair" it
+_UNWRITABLE = frozenset({"SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_IOERR", "SQLITE_BUSY", "SQLITE_LOCKED",
+                         "SQLITE_PERM", "SQLITE_AUTH"})
+
+
+def _unwritable(exc: sqlite3.Error) -> bool:
+    """Whether ``exc`` says the store cannot be used now (locked, read-only, no access)
+    rather than that it is damaged; by SQLite's result code, never the message text."""
+    name = getattr(exc, "sqlite_errorname", None) or ""
+    return "_".join(name.split("_")[:2]) in _UNWRITABLE  # SQLITE_READONLY_DBMOVED -> SQLITE_READONLY
 
 
 def _now() -> str:
@@ -120,7 +129,7 @@ class Registry:
             reg._prepare(create=create and not readonly, migrate=not readonly)
         except sqlite3.DatabaseError as exc:
             conn.close()
-            if "locked" in str(exc) or "readonly" in str(exc) or "unable to open" in str(exc):
+            if _unwritable(exc):
                 raise RegistryError(f"cannot use the registry store {p}: {exc}") from None
             raise corrupt_error(p, str(exc)) from None
         except BaseException:
@@ -206,7 +215,7 @@ class Registry:
         except BaseException as exc:
             if self._conn.in_transaction:
                 self._conn.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.OperationalError) and _UNWRITABLE.search(str(exc)):
+            if isinstance(exc, sqlite3.OperationalError) and _unwritable(exc):
                 raise self._write_error(exc) from None
             raise
         try:
