@@ -168,6 +168,8 @@ def _episode(runtime, name: str, seed: int) -> list:
     out: list = [session.reset(seed=seed)]
     for action in ACTIONS[name]:
         out.append(session.step(action))
+        if out[-1][2] or out[-1][3]:  # the episode ended (a step would raise EpisodeOverError): play on anew
+            session.reset(seed=seed)
     out.append(session.solution())
     session.close()
     return out

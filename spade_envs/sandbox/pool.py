@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from ..errors import EnvExecutionError
 from .protocol import ProtocolError, decode_reply, pack, write_all
-from .zygote import Worker, Zygote, _static_layer_on, needs_full
+from .zygote import Worker, WorkerStartError, Zygote, _static_layer_on, needs_full
 
 __all__ = ["Lost", "Worker", "WorkerPool", "Zygote", "needs_full"]
 
@@ -195,7 +195,10 @@ class WorkerPool:
             try:
                 worker = zygote.spawn()
                 break
-            except OSError as exc:
+            except WorkerStartError as exc:  # the worker's failure, not the zygote's: try once more
+                if attempt:
+                    raise EnvExecutionError(f"could not start a sandbox worker: {exc}", kind="crash") from None
+            except OSError as exc:  # the zygote's socket failed: a new zygote serves from now on
                 with self.lock:
                     if self._zygote is zygote:
                         self._zygote = None

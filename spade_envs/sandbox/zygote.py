@@ -95,6 +95,10 @@ class Worker:
                     pass
 
 
+class WorkerStartError(OSError):
+    """A forked worker did not say hello (the zygote itself answered)."""
+
+
 _T = TypeVar("_T")
 
 
@@ -247,7 +251,7 @@ class Zygote:
         hello = _read_hello(worker)
         if hello is None:
             worker.kill()
-            raise OSError("the new sandbox worker did not start")
+            raise WorkerStartError("the new sandbox worker did not start")
         worker.layers = hello.get("layers") or {}
         return worker
 
