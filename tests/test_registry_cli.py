@@ -7,7 +7,7 @@ import json
 import pytest
 from registry_helpers import spade_home, synthetic_source  # noqa: F401
 
-from spade_envs.cli import registry_cmd
+from spade_envs.cli import registry_common
 from spade_envs.cli.main import main
 from spade_envs.registry.catalog import seed_records
 
@@ -38,7 +38,7 @@ def _static_check(source: str, filename: str) -> dict:
 
 @pytest.fixture
 def static_acceptance(monkeypatch):
-    monkeypatch.setattr(registry_cmd, "acceptance_runner", lambda *a, **k: _static_check)
+    monkeypatch.setattr(registry_common, "acceptance_runner", lambda *a, **k: _static_check)
 
 
 def test_add_rejects_near_duplicates_but_not_identical_or_replacing_sources(cli, spade_home, tmp_path):  # noqa: F811

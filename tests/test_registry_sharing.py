@@ -10,7 +10,7 @@ import pytest
 from hub_server import HubServer
 from registry_helpers import playable_source, spade_home, synthetic_source  # noqa: F401
 
-from spade_envs.cli import registry_cmd
+from spade_envs.cli import registry_common
 from spade_envs.cli.main import main
 from spade_envs.registry.store import Registry
 
@@ -37,7 +37,7 @@ def cli(capsys, spade_home, monkeypatch, tmp_path):  # noqa: F811
     """``cli(home, *args, code=0)``: run ``spade`` with SPADE_HOME=tmp/home; --json parsed.
     ``registry add`` uses a static check (acceptance is tested elsewhere); pull runs the
     real acceptance pipeline."""
-    monkeypatch.setattr(registry_cmd, "acceptance_runner", lambda *a, **k: _static_check)
+    monkeypatch.setattr(registry_common, "acceptance_runner", lambda *a, **k: _static_check)
 
     def run(home: str, *args: str, code: int = 0):
         monkeypatch.setenv("SPADE_HOME", str(tmp_path / home))

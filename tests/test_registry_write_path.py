@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from spade_envs.cli import registry_cmd
+from spade_envs.cli import registry_common
 from spade_envs.cli.main import main
 from spade_envs.registry.catalog import seed_records
 from spade_envs.registry.store import Registry
@@ -66,7 +66,7 @@ def test_default_runtime_is_the_sandbox_and_reads_specs(reg):
 
 def _cli(monkeypatch, capsys, home: Path, *args: str) -> dict:
     monkeypatch.setenv("SPADE_HOME", str(home))
-    monkeypatch.setattr(registry_cmd, "acceptance_runner", lambda *a, **k: _static_accept)
+    monkeypatch.setattr(registry_common, "acceptance_runner", lambda *a, **k: _static_accept)
     capsys.readouterr()
     rc = main(list(args))
     out, err = capsys.readouterr()

@@ -55,7 +55,7 @@ def test_spade_validate_table_cannot_forge_a_verdict(tmp_path, capsys):
 
 
 def test_registry_show_and_add_strip_program_text(spade_home, tmp_path, capsys, monkeypatch):  # noqa: F811
-    from spade_envs.cli import registry_cmd
+    from spade_envs.cli import registry_common
     from spade_envs.registry.store import Registry
 
     with Registry.open() as reg:
@@ -68,7 +68,7 @@ def test_registry_show_and_add_strip_program_text(spade_home, tmp_path, capsys, 
 
     path = tmp_path / "forger_env.py"
     path.write_text(FORGING_PROGRAM)
-    monkeypatch.setattr(registry_cmd, "acceptance_runner", lambda *a, **k: lambda source, name: {
+    monkeypatch.setattr(registry_common, "acceptance_runner", lambda *a, **k: lambda source, name: {
         "accepted": False, "rejected_at": "smoke", "stages": [{"name": "smoke", "ok": False,
                                                                "detail": "reset raised: \x1b[32maccepted\r"}]})
     code, out, err = _run(capsys, "registry", "add", str(path))

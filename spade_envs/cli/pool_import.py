@@ -69,7 +69,7 @@ class _Registrar:
 
     def _item(self, game: PoolGame, source: str, result: dict[str, Any], prov: dict[str, Any],
               novelty: str) -> dict[str, Any]:
-        from .registry_cmd import verdict_metadata
+        from .registry_common import verdict_metadata
 
         stages = [dict(s, detail=novelty) if s.get("name") == "novelty" else s for s in result.get("stages", [])]
         return {"source": source, "filename": game.name, "generation": self.generation, "skill": game.skill,
@@ -129,7 +129,7 @@ def import_pool(spec: str, *, jobs: int | None = None, generation: int | None = 
     from ..designer.pool_judge import ParallelJudge
     from ..registry.pool_journal import PoolJournal
     from ..registry.store import spade_home
-    from .registry_cmd import _open
+    from .registry_common import open_store
     from .registry_import import _known_shas
 
     t0 = time.perf_counter()
@@ -140,7 +140,7 @@ def import_pool(spec: str, *, jobs: int | None = None, generation: int | None = 
                 f"checksums:{pool.checksums_sha256}" if pool.checksums_sha256 else f"dir:{root}")
     out: dict[str, Any] = {"pool": pool_name, "revision": revision, "checksums": pool.checksums,
                            "files": len(pool.games), "judged": 0, "interrupted": False}
-    with _open() as reg, PoolJournal(spade_home()) as journal:
+    with open_store() as reg, PoolJournal(spade_home()) as journal:
         gen = journal.generation(pool_key, pool_name, revision,
                                  generation if generation is not None else reg.next_generation())
         out["generation"] = gen

@@ -17,84 +17,8 @@ from typing import Any, Callable, Optional
 
 import typer
 
-registry_app = typer.Typer(help="The environment registry: local store and Hugging Face dataset.",
-                           no_args_is_help=True)
-
-
-def _open(create: bool = True):
-    """The default store (None when there is none and ``create`` is False)."""
-    from ..registry.store import Registry, default_path
-
-    if not create and not default_path().exists():
-        return None
-    return Registry.open(create=create)
-
-
-def _records(**filters: Any) -> list:
-    from ..registry.catalog import seed_records
-
-    reg = _open(create=False)
-    if reg is None:
-        gen, skill, status, tags = (filters.get(k) for k in ("generation", "skill", "status", "tags"))
-        return [r for r in seed_records() if gen in (None, 0) and skill in (None, r.skill) and status in (None, r.status)
-                and (not tags or set(tags) & set(r.metadata.get("tags") or []))]
-    with reg:
-        return reg.list(seeds=True, **filters)
-
-
-def _echo_json(obj: Any) -> None:
-    typer.echo(json.dumps(obj, default=str))
-
-
-# -- acceptance -------------------------------------------------------------------------
-def _verdicts(report: Any) -> list[dict[str, Any]]:
-    return [{"name": str(getattr(s, "name", s.get("name") if isinstance(s, dict) else s)),
-             "ok": bool(getattr(s, "ok", s.get("ok") if isinstance(s, dict) else False)),
-             "detail": str(getattr(s, "detail", s.get("detail", "") if isinstance(s, dict) else "")),
-             **_verified_flag(s)}
-            for s in (getattr(report, "stages", None) or [])]
-
-
-def _verified_flag(stage: Any) -> dict[str, bool]:
-    """The ``solution_replay`` stage's ``verified`` flag, stored with the verdict (issue 29)."""
-    flag = stage.get("verified") if isinstance(stage, dict) else getattr(stage, "verified", None)
-    return {} if flag is None else {"verified": bool(flag)}
-
-
-def acceptance_runner(reg: Any, replaces: str | None = None) -> Callable[[str, str], dict[str, Any]]:
-    """``run(source, filename) -> {"accepted", "rejected_at", "stages"}``: the acceptance
-    pipeline, with novelty judged against the seeds and the store ``reg``."""
-    from ..designer.acceptance import AcceptanceConfig, AcceptancePipeline
-    from ..designer.memory import DesignerMemory
-
-    memory = DesignerMemory(reg)
-    pipeline = AcceptancePipeline(AcceptanceConfig(novelty_check=memory.import_novelty_check(replaces)))
-
-    def run(source: str, filename: str) -> dict[str, Any]:
-        report = pipeline.run(source, filename=filename)
-        if report.accepted:  # later candidates of this batch must be novel against it too
-            memory.novelty_index().add(f"{filename} (this batch)", source)
-        return {"accepted": bool(report.accepted), "rejected_at": getattr(report, "rejected_at", None),
-                "stages": _verdicts(report), "verified": bool(getattr(report, "verified", True)),
-                "solution_form": int(getattr(report, "solution_form", 0) or 0)}
-
-    return run
-
-
-def spec_runtime() -> Any:
-    """The runtime in which ``registry add`` reads an accepted program's tool specs:
-    the acceptance sandbox (the program is untrusted)."""
-    from ..designer.acceptance import sandbox_runtime
-
-    return sandbox_runtime(2.0)
-
-
-def tool_spec_fields(source: str, filename: str, runtime: Any) -> dict[str, Any]:
-    """``tool_specs`` (seed 0's) and, when they vary by seed, a metadata flag saying so."""
-    from ..registry.write import measure_tool_specs
-
-    return measure_tool_specs(source, filename=filename, runtime=runtime)
-
+from . import registry_common as common
+from .registry_common import check_filters, echo_json, open_store, records, registry_app
 
 def add_files(files: list[str], *, generation: int | None = None, replaces: str | None = None,
               accept: Callable[[str, str], dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -111,8 +35,8 @@ def add_files(files: list[str], *, generation: int | None = None, replaces: str 
     added: list[dict[str, Any]] = []
     rejected: list[dict[str, Any]] = []
     console = Console(stderr=True)
-    with _open() as reg:
-        accept = accept or acceptance_runner(reg, replaces)
+    with open_store() as reg:
+        accept = accept or common.acceptance_runner(reg, replaces)
         for cand in track(candidates, description="accepting", console=console, transient=True,
                           disable=len(candidates) < 2 or not console.is_terminal):
             if cand.error is not None:
@@ -125,39 +49,17 @@ def add_files(files: list[str], *, generation: int | None = None, replaces: str 
                                  "detail": failed["detail"]})
                 continue
             fields = dict(cand.fields)
-            fields["metadata"] = {**(fields.get("metadata") or {}), **verdict_metadata(verdict)}
+            fields["metadata"] = {**(fields.get("metadata") or {}), **common.verdict_metadata(verdict)}
             if generation is not None:
                 fields["generation"] = generation
             try:  # the one write path: it measures the tool specs (never claimed)
                 res = register_accepted(reg, cand.source, filename=cand.file, replaces=replaces,
-                                        acceptance=verdict["stages"], runtime=spec_runtime(), **fields)
+                                        acceptance=verdict["stages"], runtime=common.spec_runtime(), **fields)
             except SpadeError as exc:
                 rejected.append({"file": cand.file, "rejected_at": "store", "detail": str(exc)})
                 continue
             added.append(res.as_json())
     return {"added": added, "rejected": rejected}
-
-
-def verdict_metadata(verdict: dict[str, Any]) -> dict[str, Any]:
-    """What an acceptance verdict adds to an entry's metadata: ``verified: False`` for a
-    program without solution(), the winning ``solution_form`` when it is not the primary."""
-    out: dict[str, Any] = {}
-    if verdict.get("verified") is False:
-        out["verified"] = False
-    if verdict.get("solution_form"):
-        out["solution_form"] = int(verdict["solution_form"])
-    return out
-
-
-def check_filters(generation: int | None = None, status: str | None = None) -> None:
-    """Usage errors (exit 2) for a negative generation or an unknown status."""
-    from ..registry.rows import STATUSES
-    from .main import fail
-
-    if generation is not None and generation < 0:
-        raise fail(f"--generation must be 0 or more (0 = the seed suite), got {generation}", 2)
-    if status is not None and status not in STATUSES:
-        raise fail(f"--status must be one of {', '.join(STATUSES)}, got '{status}'", 2)
 
 
 # -- commands ---------------------------------------------------------------------------
@@ -171,11 +73,11 @@ def list_cmd(
 ) -> None:
     """List the active registry: the seed suite and the local store."""
     check_filters(generation, status)
-    recs = _records(generation=generation, skill=skill, status=status, tags=tag)
+    recs = records(generation=generation, skill=skill, status=status, tags=tag)
     envs = [{"id": r.env_id.base, "version": r.env_id.version, "generation": r.generation, "status": r.status,
              "skill": r.skill, "parent": r.parent} for r in recs]
     if as_json:
-        _echo_json({"envs": envs})
+        echo_json({"envs": envs})
         return
     from ..textsafe import safe_text  # skill and class name come from programs
     from .tables import print_table
@@ -204,7 +106,7 @@ def show_cmd(
     if source or as_json:
         info["source"] = rec.source
     if as_json:
-        _echo_json(info)
+        echo_json(info)
         return
     from ..textsafe import safe_text  # everything shown comes from the program or the row
 
@@ -232,7 +134,7 @@ def add_cmd(
         raise fail(f"--generation of a new entry must be 1 or more (0 is the shipped seed suite), got {generation}", 2)
     result = add_files(files, generation=generation, replaces=replaces)
     if as_json:
-        _echo_json(result)
+        echo_json(result)
     else:
         for a in result["added"]:
             typer.echo(f"{'added' if a['new'] else 'already stored'}: {a['id']}-v{a['version']}")
@@ -254,14 +156,14 @@ def stats_cmd(as_json: bool = typer.Option(False, "--json")) -> None:
     """Counts by status, generation and skill."""
     from ..registry.catalog import seed_records
 
-    reg = _open(create=False)
+    reg = open_store(create=False)
     if reg is None:
         stats: dict[str, Any] = {"path": None, "seeds": len(seed_records()), "versions": 0, "environments": 0}
     else:
         with reg:
             stats = reg.stats()
     if as_json:
-        _echo_json(stats)
+        echo_json(stats)
     else:
         for key, value in stats.items():
             typer.echo(f"{key}: {value}")
@@ -271,7 +173,7 @@ def _status_command(name: str, status: str, doc: str) -> None:
     @registry_app.command(name, help=doc)
     def cmd(env_id: str = typer.Argument(..., help="an id; without -vK every version"),
             reason: str = typer.Option("", help="why (stored with the status)")) -> None:
-        with _open() as reg:
+        with open_store() as reg:
             hits = reg.set_status(env_id, status, reason or None)
         typer.echo(f"{status}: {', '.join(map(str, hits))}")
 

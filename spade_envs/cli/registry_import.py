@@ -55,14 +55,14 @@ def import_pool(sources: list[str], *, generation: int | None = None,
     from ..program import source_sha256
     from ..registry.importer import iter_candidates
     from ..registry.write import register_accepted
-    from .registry_cmd import _open, acceptance_runner, spec_runtime, verdict_metadata
+    from . import registry_common as common
 
     candidates = list(iter_candidates(sources))
     files: list[dict[str, Any]] = []
     console = Console(stderr=True)
-    with _open() as reg:
+    with common.open_store() as reg:
         known = _known_shas(reg)
-        accept = accept or acceptance_runner(reg)
+        accept = accept or common.acceptance_runner(reg)
         for cand in track(candidates, description="importing", console=console, transient=True,
                           disable=len(candidates) < 2 or not console.is_terminal):
             row: dict[str, Any] = {"file": cand.file, "verdict": "", "id": None, "version": None,
@@ -83,13 +83,13 @@ def import_pool(sources: list[str], *, generation: int | None = None,
                            detail=failed.get("detail", ""))
                 continue
             fields = dict(cand.fields)
-            fields["metadata"] = {**(fields.get("metadata") or {}), **verdict_metadata(verdict),
+            fields["metadata"] = {**(fields.get("metadata") or {}), **common.verdict_metadata(verdict),
                                   "imported_from": cand.file}
             if generation is not None:
                 fields["generation"] = generation
             try:  # the one write path: it measures the tool specs (never claimed)
                 res = register_accepted(reg, cand.source, filename=cand.file, acceptance=verdict["stages"],
-                                        runtime=spec_runtime(), **fields)
+                                        runtime=common.spec_runtime(), **fields)
             except SpadeError as exc:
                 row.update(verdict="rejected", rejected_at="store", detail=str(exc))
                 continue

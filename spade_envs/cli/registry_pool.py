@@ -80,9 +80,9 @@ def export_pool(folder: str, *, generation: int | None = None, status: str | Non
     """Write the store's entries into ``folder``; returns the ``--json`` object."""
     from .. import __version__
     from ..errors import RegistryError
-    from .registry_cmd import _open
+    from .registry_common import open_store
 
-    reg = _open(create=False)
+    reg = open_store(create=False)
     if reg is None:
         raise RegistryError("the registry store is empty (no SPADE_HOME store yet): nothing to export")
     with reg:
@@ -138,7 +138,7 @@ def register_pool_commands(registry_app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="print one JSON object on stdout"),
     ) -> None:
         """Write store entries in SPADE's pool layout (games/, manifests, checksums.sha256)."""
-        from .registry_cmd import check_filters
+        from .registry_common import check_filters
 
         check_filters(generation, status)
         result = export_pool(folder, generation=generation, status=status)

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import typer
 
-from .registry_cmd import _echo_json, _open, _records, registry_app
+from .registry_common import echo_json, open_store, records, registry_app
 
 LICENSE_HELP = "dataset license (a Hugging Face license id: apache-2.0, mit, cc-by-4.0, other...)"
 
@@ -44,16 +44,16 @@ def pull_acceptance() -> Callable[[str, str], dict[str, Any]]:
     novelty stage (novelty is a designer policy, not a check of the dataset's claims);
     for an accepted program also its tool specs, read in the sandbox."""
     from ..designer.acceptance import AcceptanceConfig, AcceptancePipeline
-    from .registry_cmd import _verdicts
+    from .registry_common import verdicts
 
     pipeline = AcceptancePipeline(AcceptanceConfig())
 
     def run(source: str, name: str) -> dict[str, Any]:
-        from .registry_cmd import tool_spec_fields
+        from .registry_common import tool_spec_fields
 
         report = pipeline.run(source, filename=name)
         out = {"accepted": bool(report.accepted), "rejected_at": getattr(report, "rejected_at", None),
-               "stages": _verdicts(report)}
+               "stages": verdicts(report)}
         if report.accepted:  # the specs are measured here too, not copied from the dataset
             out.update(tool_spec_fields(source, name, pipeline.runtime))
         return out
@@ -71,13 +71,13 @@ def export_cmd(
 ) -> None:
     """Write the registry in the Hugging Face dataset layout."""
     from ..registry.hub_export import export
-    from .registry_cmd import check_filters
+    from .registry_common import check_filters
 
     check_filters(generation)
-    records = _records()
-    with _progress(len(records), "exporting") as advance:
-        summary = export(records, out_dir, max_generation=generation, license=license, repo=repo, progress=advance)
-    _echo_json(summary) if as_json else typer.echo(
+    rows = records()
+    with _progress(len(rows), "exporting") as advance:
+        summary = export(rows, out_dir, max_generation=generation, license=license, repo=repo, progress=advance)
+    echo_json(summary) if as_json else typer.echo(
         f"wrote {summary['rows']} rows in {len(summary['generations'])} generation(s) to {out_dir}")
 
 
@@ -94,14 +94,14 @@ def push_cmd(
     """Publish the registry as a dataset: one atomic commit, a tag gen-NNNN per generation.
     Refused when the remote holds environments not pulled yet (pull first)."""
     from ..registry.hub_sync import push_registry
-    from .registry_cmd import check_filters
+    from .registry_common import check_filters
 
     check_filters(generation)
-    with _open() as reg:
+    with open_store() as reg:
         with _progress(None, "exporting") as advance:
             res = push_registry(reg, repo, generation=generation, endpoint=endpoint, token=token, private=private,
                                 license=license, progress=advance)
-    _echo_json(res) if as_json else typer.echo(
+    echo_json(res) if as_json else typer.echo(
         f"{repo}: {'new commit' if res['new_commit'] else 'unchanged'} {res['commit'][:12]}, "
         f"{res['rows']} rows; tags created: {', '.join(res['tags_created']) or 'none'}")
 
@@ -122,10 +122,10 @@ def pull_cmd(
     from ..registry.hub_sync import pull
 
     accept = None if skip_acceptance else pull_acceptance()
-    with _open() as reg, _progress(None, "accepting" if accept else "merging") as advance:
+    with open_store() as reg, _progress(None, "accepting" if accept else "merging") as advance:
         res = pull(reg, repo, revision=revision, endpoint=endpoint, token=token, accept=accept, progress=advance)
     if as_json:
-        _echo_json(res)
+        echo_json(res)
         return
     typer.echo(f"{repo}@{res['commit'][:12]}: {res['added']} added, {res['unchanged']} already present, "
                f"{res['seeds']} seed rows skipped, {len(res['renumbered'])} local entries renumbered, "
@@ -151,9 +151,9 @@ def remove_cmd(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Delete a local entry that was never published (published ones: deprecate or quarantine)."""
-    with _open() as reg:
+    with open_store() as reg:
         gone = reg.remove(env_id)
-    _echo_json({"removed": [str(e) for e in gone]}) if as_json else typer.echo(
+    echo_json({"removed": [str(e) for e in gone]}) if as_json else typer.echo(
         f"removed: {', '.join(map(str, gone))}")
 
 
