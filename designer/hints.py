@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import SpadeError
-from .leak import secrets
+from .acceptance.leak import secrets
 
 MAX_HINT_CHARS = 400
 HINT_SEEDS = (0, 1, 2)

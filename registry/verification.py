@@ -4,7 +4,7 @@ A program without ``solution()`` is accepted (SPADE requires only ``reset`` and 
 but nothing replayed a win, so its solvability is unverified; so is a program whose
 ``solution()`` no reader replays to a win (SPADE never replays it). Acceptance says so with
 the ``verified`` flag of its report and of its ``solution_replay`` verdict (entries stored
-before the flag: detail :data:`NO_REFERENCE`) and the registry CLI stores
+before the flag: detail :data:`STORED_NO_REFERENCE`) and the registry CLI stores
 ``metadata["verified"] = False``; no schema column is involved. Self-play and evals call
 :func:`verified_only` to skip unverified entries unless asked to include them.
 """
@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-#: the solution_replay detail of a program without solution() (same text as acceptance's)
-NO_REFERENCE = "no reference solution: solvability unverified"
+#: the solution_replay detail that acceptance (``spade_envs.designer.acceptance.NO_REFERENCE``)
+#: stores for a program without solution(); entries stored before the flag are read by it
+STORED_NO_REFERENCE = "no reference solution: solvability unverified"
 
 
 def is_verified(record: Any) -> bool:
@@ -26,7 +27,7 @@ def is_verified(record: Any) -> bool:
         return False
     for stage in meta.get("acceptance") or []:
         if isinstance(stage, dict) and stage.get("name") == "solution_replay" and (
-                stage.get("verified") is False or stage.get("detail") == NO_REFERENCE):  # the flag; the text for old entries
+                stage.get("verified") is False or stage.get("detail") == STORED_NO_REFERENCE):  # the flag; the text for old entries
             return False
     return True
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from spade_envs.designer.acceptance import AcceptancePipeline
-from spade_envs.designer.leak import find_leak, is_specific, secrets
+from spade_envs.designer.acceptance.leak import find_leak, is_specific, secrets
 from spade_envs.designer.mutants import OPERATORS, SLOW_OPERATORS, mutate, outcome
-from spade_envs.designer.probes import garbage_probes
+from spade_envs.designer.acceptance.probes import garbage_probes
 from spade_envs.registry.catalog import seed_records
 from spade_envs.runtime import InProcessRuntime
 

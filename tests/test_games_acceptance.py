@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from spade_envs.designer.acceptance import AcceptanceConfig, AcceptancePipeline
-from spade_envs.designer.game_stages import GameAcceptance
-from spade_envs.designer.verdicts import GAME_STAGES
-from spade_envs.designer.verdicts import AcceptanceReport
+from spade_envs.designer.acceptance.game_stages import GameAcceptance
+from spade_envs.designer.acceptance.verdicts import GAME_STAGES
+from spade_envs.designer.acceptance.verdicts import AcceptanceReport
 from spade_envs.games import is_multiplayer
 from spade_envs.registry.catalog import resolve, seed_records
 
@@ -112,16 +112,16 @@ def test_the_one_pipeline_routes_games_to_the_game_stages():
 
 
 def test_acceptance_modules_import_one_way():
-    """stage_runner <- stages / game_stages <- acceptance: no module imports one that imports it."""
+    """stage_runner <- stages / game_stages <- pipeline: no module imports one that imports it."""
     import ast
     import pathlib
 
-    import spade_envs.designer as designer
+    import spade_envs.designer.acceptance as acceptance
 
-    root = pathlib.Path(designer.__path__[0])
+    root = pathlib.Path(acceptance.__path__[0])
     edges = {}
-    for name in ("acceptance", "stages", "game_stages", "stage_runner", "verdicts", "probes"):
+    for name in ("pipeline", "stages", "game_stages", "stage_runner", "verdicts", "probes"):
         tree = ast.parse((root / f"{name}.py").read_text())
         edges[name] = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 1}
-    assert "acceptance" not in edges["stages"] | edges["game_stages"] | edges["stage_runner"]
+    assert "pipeline" not in edges["stages"] | edges["game_stages"] | edges["stage_runner"]
     assert "stages" not in edges["stage_runner"] and "game_stages" not in edges["stages"]

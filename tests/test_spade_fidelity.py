@@ -240,7 +240,7 @@ def test_parsers_are_linear(label, fn, unit):
 
 
 def test_leak_sequence_check_is_linear_on_dashes():
-    from spade_envs.designer.leak import find_leak
+    from spade_envs.designer.acceptance.leak import find_leak
 
     solution = "\n".join(f"\\boxed{{{m}}}" for m in ("up", "up", "left", "down", "right"))
     small, big = "-" * 20000 + "up", "-" * 200000 + "up"

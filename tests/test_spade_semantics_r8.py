@@ -20,7 +20,7 @@ from spade_loader_rules import spade_load
 
 from spade_envs.contract import INFO_NOTE_KEY, check_step_result
 from spade_envs.designer.acceptance import AcceptanceConfig, AcceptancePipeline
-from spade_envs.designer.leak import find_leak
+from spade_envs.designer.acceptance.leak import find_leak
 from spade_envs.designer.regret import RegretEstimate
 from spade_envs.plan_readers import (
     arrow_steps,

@@ -364,7 +364,7 @@ class SelfPlayTrainer:
     def _proposal_metrics(self, props: list[Proposal]) -> dict[str, Any]:
         if not props:
             return {"proposed": 0}
-        from ..designer.verdicts import STAGES
+        from ..designer.acceptance import STAGES
 
         passed = {s: sum(any(v["name"] == s and v["ok"] for v in p.verdicts) for p in props)
                   for s in ("extract", *STAGES)}

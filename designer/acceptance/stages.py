@@ -1,8 +1,8 @@
 """The single-player stage checks of the acceptance pipeline (see :mod:`.acceptance`).
 
 :class:`StageChecks` holds one ``_stage_<name>`` method per stage of
-:data:`~spade_envs.designer.verdicts.STAGES` (``size_syntax`` and ``novelty`` come from
-:class:`~spade_envs.designer.stage_runner.StageRunner`, which also runs them); each
+:data:`~spade_envs.designer.acceptance.verdicts.STAGES` (``size_syntax`` and ``novelty`` come from
+:class:`~spade_envs.designer.acceptance.stage_runner.StageRunner`, which also runs them); each
 returns the verdict's detail or raises :class:`Reject` (or a
 :class:`~spade_envs.errors.SpadeError`) with the reason. They share one :class:`Context`
 per candidate: the live session and what earlier stages learnt (first observations,
@@ -19,7 +19,6 @@ from typing import Any
 from spade_envs.actions import parse_tool_calls
 from spade_envs.errors import EnvExecutionError, EnvProgramError
 from spade_envs.program import inspect_program
-from spade_envs.registry.verification import NO_REFERENCE  # the solution_replay detail of no solution()
 from spade_envs.solutions import READER_NAMES, solution_plans, solution_readings, tool_use_actions
 from spade_envs.tools import type_note
 
@@ -34,7 +33,7 @@ from .probes import (
     smoke_actions,
 )
 from .stage_runner import Context, Reject, StageRunner
-from .verdicts import STAGES
+from .verdicts import NO_REFERENCE, STAGES
 
 __all__ = ["FATAL_KINDS", "Context", "Reject", "StageChecks"]
 

@@ -18,6 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+#: the ``solution_replay`` detail of a program without ``solution()`` (accepted unverified;
+#: the registry reads entries stored before the ``verified`` flag by this text)
+NO_REFERENCE = "no reference solution: solvability unverified"
+
 #: Every stage, in pipeline order.
 STAGES: tuple[str, ...] = (
     "size_syntax",
@@ -33,7 +37,7 @@ STAGES: tuple[str, ...] = (
     "novelty",
 )
 
-#: The stages of a multi-player game (:mod:`spade_envs.designer.game_stages`), in order.
+#: The stages of a multi-player game (:mod:`spade_envs.designer.acceptance.game_stages`), in order.
 GAME_STAGES: tuple[str, ...] = (
     "size_syntax", "compile", "interface", "smoke", "determinism", "random_play", "scripted_play",
     "garbage", "information", "novelty",

@@ -10,8 +10,8 @@ error that belongs to a LATER stage (``EnvProgramError.stage``) is held in
 per-call deadline (``config.step_deadline_s``) are enforced here; a bug in a stage becomes a failed verdict, never an exception.
 
 Stages every pipeline shares live here too: ``size_syntax`` and ``novelty``. The
-single-player stages are :class:`~spade_envs.designer.stages.StageChecks`, the game stages
-:class:`~spade_envs.designer.game_stages.GameAcceptance`; :mod:`.acceptance` picks one per
+single-player stages are :class:`~spade_envs.designer.acceptance.stages.StageChecks`, the game stages
+:class:`~spade_envs.designer.acceptance.game_stages.GameAcceptance`; :mod:`.acceptance` picks one per
 source. Imports run one way: ``stage_runner`` <- ``stages``/``game_stages`` <- ``acceptance``.
 """
 

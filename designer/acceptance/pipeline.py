@@ -1,7 +1,7 @@
 """The acceptance pipeline: is a candidate source a valid, honest environment?
 
 DESIGN.md section 6. :class:`AcceptancePipeline` runs the stages of
-:data:`~spade_envs.designer.verdicts.STAGES` in order and stops at the first failure:
+:data:`~spade_envs.designer.acceptance.verdicts.STAGES` in order and stops at the first failure:
 
 ``size_syntax``
     UTF-8 text within :data:`~spade_envs.program.MAX_SOURCE_BYTES` that parses.
@@ -39,11 +39,11 @@ DESIGN.md section 6. :class:`AcceptancePipeline` runs the stages of
     program without ``solution()`` ("no reference solution: solvability unverified").
     ``report.verified`` and the verdict's ``verified`` flag say which.
 ``garbage``
-    no probe of :func:`~spade_envs.designer.probes.garbage_probes`, each from a fresh
+    no probe of :func:`~spade_envs.designer.acceptance.probes.garbage_probes`, each from a fresh
     episode, reaches ``win_reward`` or terminates with the reward the solution's own win
     had (a time-shaped 0.64); a probe equal to the episode's answer is skipped.
 ``no_leak``
-    no specific answer string (:mod:`~spade_envs.designer.leak`) appears in a reset
+    no specific answer string (:mod:`~spade_envs.designer.acceptance.leak`) appears in a reset
     observation or in an observation of a garbage play that did not end the episode
     (revealing the answer once the episode is over is allowed; an answer listed among
     several options shown together is not a leak); skipped when unverified.

@@ -1,7 +1,7 @@
 """Acceptance of multi-player games (the game format of :mod:`spade_envs.games.format`).
 
 :class:`MultiPlayerAcceptance` runs these stages in order and stops at the first failure;
-each is a named :class:`~spade_envs.designer.verdicts.StageVerdict`:
+each is a named :class:`~spade_envs.designer.acceptance.verdicts.StageVerdict`:
 
 ``size_syntax``   UTF-8 source within the size limit that parses.
 ``compile``       compiles; the game class (all methods of the format) is found and
