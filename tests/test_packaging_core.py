@@ -223,3 +223,15 @@ def test_docs_say_where_things_come_from(doc):
         assert "python -m spade_envs.registry.hub_testserver" in text
     else:
         assert "github.com/ACEBench/ACEBench" in text and "--data" in text and "../shared" not in text
+
+
+def test_every_subpackage_is_in_the_wheel():
+    """The editable install finds any package; the wheel only those pyproject.toml lists."""
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    listed, mapping = set(tool["packages"]), tool["package-dir"]
+    found = set()
+    for package, folder in mapping.items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / folder)
+            found.add(".".join([package, *rel.parts]))
+    assert found - listed == set(), "add these to [tool.setuptools] packages"
