@@ -11,8 +11,8 @@ from spade_envs.actions import (
     extract_answer,
     extract_boxed,
     parse_tool_calls,
-    solution_to_actions,
 )
+from spade_envs.solutions import solution_to_actions
 
 
 # -- \boxed{} --------------------------------------------------------------------------
