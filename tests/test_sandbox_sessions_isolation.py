@@ -101,7 +101,7 @@ def test_a_slow_hostile_step_does_not_stall_another_session():
             times.append(time.perf_counter() - t0)
         t.join()
         assert out.get("hostile") == "timeout"
-        assert max(times) < 0.5, times  # waiting on a shared lock took the full 3 s
+        assert max(times) < 1.5, times  # waiting on a shared lock took the rest of the 3 s deadline
         # a batch that names the hostile session's worker and the fast one: only the
         # hostile slot times out, and the fast session still answers at once afterwards
         hostile.reset(0)
