@@ -45,7 +45,7 @@ from .hints import resolve_hint
 from .memory import DesignerMemory, MemoryEntry
 from .prompts import DEFAULT_MODES, MODES, SKILLS, build_prompt, prompt_hash, repair_messages
 from .regret import RegretEstimate, RewardMode
-from .acceptance.verdicts import STAGES, replay_metadata
+from .acceptance import STAGES, replay_metadata
 from .scoring import ScoreConfig, score_sources, store_scores
 
 #: the designer's stages, in order (progress bars and the summary use these names)

@@ -6,21 +6,54 @@ The CLI turns any :class:`SpadeError` into one line on stderr and a non-zero exi
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import Enum, StrEnum
 
 
 class SpadeError(Exception):
     """Base class of every error spade-envs raises on purpose."""
 
 
+class Stage(StrEnum):
+    """The acceptance stages (DESIGN.md section 6) by name: a verdict's ``name`` and an
+    :class:`EnvProgramError`'s ``stage`` (the stage a format problem belongs to). A str
+    enum: each member equals, formats and serializes as its value (``"size_syntax"``).
+    Their order in a pipeline is the acceptance package's stage lists, not this one."""
+
+    SIZE_SYNTAX = "size_syntax"
+    COMPILE = "compile"
+    INTERFACE = "interface"
+    TOOL_SPECS = "tool_specs"
+    SMOKE = "smoke"
+    DETERMINISM = "determinism"
+    SEED_VARIETY = "seed_variety"
+    SOLUTION_REPLAY = "solution_replay"
+    GARBAGE = "garbage"
+    NO_LEAK = "no_leak"
+    NOVELTY = "novelty"
+    RANDOM_PLAY = "random_play"  #: games
+    SCRIPTED_PLAY = "scripted_play"  #: games
+    INFORMATION = "information"  #: games
+    PARAMETERS = "parameters"  #: programs that declare PARAMETERS
+
+    @classmethod
+    def named(cls, value: object) -> Stage | None:
+        """The stage named by ``value``, or None when it names none (an error label such as
+        the sandbox policy's ``sandbox_compile``, which fails the stage that runs it)."""
+        try:
+            return cls(str(value))
+        except ValueError:
+            return None
+
+
 class EnvProgramError(SpadeError):
     """An environment source does not follow the program format (DESIGN.md section 3).
 
-    ``stage`` names the acceptance stage the problem belongs to (``syntax``,
-    ``interface``, ``tool_specs``...), so validators can report it as a verdict.
+    ``stage`` names the acceptance stage the problem belongs to (a :class:`Stage`:
+    ``size_syntax``, ``interface``, ``tool_specs``...), so validators can report it as a
+    verdict; it crosses the sandbox boundary as its string.
     """
 
-    def __init__(self, message: str, stage: str = "interface") -> None:
+    def __init__(self, message: str, stage: str = Stage.INTERFACE) -> None:
         super().__init__(message)
         self.stage = stage
 
@@ -42,7 +75,7 @@ class ToolSpecError(EnvProgramError):
     """A tool specification is not a valid OpenAI function definition."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(message, stage="tool_specs")
+        super().__init__(message, stage=Stage.TOOL_SPECS)
 
 
 class EnvExecutionError(SpadeError):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import pyast
-from .errors import EnvProgramError
+from .errors import EnvProgramError, Stage
 
 #: Largest accepted source, in bytes (a designer writing 200 kB is broken, not creative).
 MAX_SOURCE_BYTES = 200_000
@@ -65,20 +65,20 @@ def parse_source(source: Any, filename: str = "<env>") -> ast.Module:
         try:
             source = source.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise EnvProgramError(f"{filename}: source is not UTF-8 ({exc.reason})", stage="syntax") from None
+            raise EnvProgramError(f"{filename}: source is not UTF-8 ({exc.reason})", stage=Stage.SIZE_SYNTAX) from None
     if not isinstance(source, str):
-        raise EnvProgramError(f"{filename}: source must be text, got {type(source).__name__}", stage="syntax")
+        raise EnvProgramError(f"{filename}: source must be text, got {type(source).__name__}", stage=Stage.SIZE_SYNTAX)
     size = len(source.encode("utf-8"))
     if size > MAX_SOURCE_BYTES:
-        raise EnvProgramError(f"{filename}: source is {size} bytes (limit {MAX_SOURCE_BYTES})", stage="syntax")
+        raise EnvProgramError(f"{filename}: source is {size} bytes (limit {MAX_SOURCE_BYTES})", stage=Stage.SIZE_SYNTAX)
     if not source.strip():
-        raise EnvProgramError(f"{filename}: source is empty", stage="syntax")
+        raise EnvProgramError(f"{filename}: source is empty", stage=Stage.SIZE_SYNTAX)
     try:
         return pyast.parse(source, filename)
     except SyntaxError as exc:
-        raise EnvProgramError(f"{filename}: syntax error at line {exc.lineno}: {exc.msg}", stage="syntax") from None
+        raise EnvProgramError(f"{filename}: syntax error at line {exc.lineno}: {exc.msg}", stage=Stage.SIZE_SYNTAX) from None
     except (ValueError, RecursionError, MemoryError) as exc:
-        raise EnvProgramError(f"{filename}: source cannot be parsed ({type(exc).__name__})", stage="syntax") from None
+        raise EnvProgramError(f"{filename}: source cannot be parsed ({type(exc).__name__})", stage=Stage.SIZE_SYNTAX) from None
 
 
 def inspect_program(source: str, filename: str = "<env>") -> ProgramInfo:

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from spade_envs.designer.acceptance import AcceptanceConfig, AcceptancePipeline
-from spade_envs.designer.acceptance.verdicts import STAGES
+from spade_envs.designer.acceptance import STAGES
 from spade_envs.runtime import InProcessRuntime
 
 GOOD = '''

@@ -8,19 +8,39 @@ Acceptance never raises because of the candidate: every problem is a failed verd
 Entry points (what the CLI, the registry, the designer and self-play call):
 :func:`validate_source`, :class:`AcceptancePipeline` (``run``, ``run_many``),
 :class:`AcceptanceConfig`, :func:`sandbox_runtime`, :class:`AcceptanceReport`.
+
+Where things are: the stage lists :data:`SINGLE_PLAYER_CHECKS` (:mod:`.single_player_stages`)
+and :data:`GAME_CHECKS` (:mod:`.game_stages`), their names :data:`STAGES` and
+:data:`GAME_STAGES` (members of :class:`~spade_envs.errors.Stage`, the enum that verdicts
+and ``EnvProgramError.stage`` share); a stage is a :class:`StageCheck` (``name``,
+``settings``, ``check(ctx)``) run by :mod:`.runner` on a context (:mod:`.context`: one
+for single-player programs, one for games); parameter sampling is a wrapper around a
+pipeline (:mod:`.parameters`); the rules of every stage: :mod:`.pipeline`'s docstring.
+To add a stage: a new :class:`StageCheck`, one entry in a list, its name in ``Stage``.
 """
 
-from .pipeline import AcceptanceConfig, AcceptancePipeline, NoveltyCheck, sandbox_runtime, validate_source
-from .verdicts import GAME_STAGES, NO_REFERENCE, STAGES, AcceptanceReport, StageVerdict, replay_metadata
+from spade_envs.errors import Stage
+
+from .config import AcceptanceConfig, NoveltyCheck
+from .game_stages import GAME_CHECKS, GAME_STAGES
+from .pipeline import AcceptancePipeline, StagePipeline, validate_source
+from .runner import StageCheck, sandbox_runtime
+from .single_player_stages import SINGLE_PLAYER_CHECKS, STAGES
+from .verdicts import NO_REFERENCE, AcceptanceReport, StageVerdict, replay_metadata
 
 __all__ = [
+    "GAME_CHECKS",
     "GAME_STAGES",
     "NO_REFERENCE",
+    "SINGLE_PLAYER_CHECKS",
     "STAGES",
     "AcceptanceConfig",
     "AcceptancePipeline",
     "AcceptanceReport",
     "NoveltyCheck",
+    "Stage",
+    "StageCheck",
+    "StagePipeline",
     "StageVerdict",
     "replay_metadata",
     "sandbox_runtime",

@@ -1,7 +1,8 @@
 """Acceptance of multi-player games (the game format of :mod:`spade_envs.games.format`).
 
-:class:`MultiPlayerAcceptance` runs these stages in order and stops at the first failure;
-each is a named :class:`~spade_envs.designer.acceptance.verdicts.StageVerdict`:
+:data:`GAME_CHECKS` are these stages, in order (run by :func:`~.runner.run_stages` on a
+:class:`~.context.GameContext`, stopping at the first failure); each gives a named
+:class:`~spade_envs.designer.acceptance.verdicts.StageVerdict`:
 
 ``size_syntax``   UTF-8 source within the size limit that parses.
 ``compile``       compiles; the game class (all methods of the format) is found and
@@ -29,39 +30,23 @@ each is a named :class:`~spade_envs.designer.acceptance.verdicts.StageVerdict`:
                   different views to different players for some seed.
 ``novelty``       ``config.novelty_check(source) -> (ok, detail)``, as for single-player.
 
-Errors of the program become a failed verdict naming the reason; :meth:`run` never
+Errors of the program become a failed verdict naming the reason; acceptance never
 raises because of the candidate. The report is an :class:`AcceptanceReport` whose
 ``accepted`` is judged against :data:`GAME_STAGES` (``to_json`` adds ``"multiplayer": true``).
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from spade_envs.errors import EnvProgramError
+from spade_envs.errors import EnvProgramError, Stage
 from spade_envs.games import MultiPlayerSession, RandomPolicy, ScriptedPolicy, inspect_game
 from spade_envs.games.format import PAYOFF_TAGS
 from spade_envs.games.runtime import adapt_source
 
+from .context import GameContext, Reject
 from .probes import smoke_actions
-from .stage_runner import AcceptanceConfig, Context, Reject, StageRunner
-from .verdicts import GAME_STAGES, AcceptanceReport
-
-#: kept for callers of the first game pipeline
-MP_STAGES = GAME_STAGES
-
-
-@dataclass
-class GameResult:
-    returns: list[float]
-    steps: int
-    terminated: bool
-    truncated: bool
-    trace: list[Any]
-
+from .runner import Novelty, SizeSyntax, StageCheck
 
 #: illegal moves in game form, played after the single-player smoke actions
 GAME_JUNK = ("\\boxed{-1}", "\\boxed{zzz}", "I resign?", "\\boxed{999 999}", "日本語 ✓")
@@ -80,44 +65,13 @@ class _Junk:
         return self.moves[self.i % len(self.moves)]
 
 
-class GameAcceptance(StageRunner):
-    """Runs the game stages (module docstring) with an :class:`AcceptanceConfig`;
-    ``runtime`` defaults to the acceptance sandbox (in-process with ``trust_remote_code=True``)."""
+class GameCompile(StageCheck):
+    """Compiles; the game class is found and constructed through the runtime."""
 
-    stage_names = GAME_STAGES
+    name = Stage.COMPILE
+    settings = ("env_kwargs",)
 
-    def new_report(self, filename: str) -> AcceptanceReport:
-        return AcceptanceReport(filename=filename, expected=GAME_STAGES)
-
-    # -- playing -------------------------------------------------------------------------
-    def _timed(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
-        t0 = time.perf_counter()
-        out = fn(*args)
-        seconds = time.perf_counter() - t0
-        if seconds > self.config.step_deadline_s:
-            raise Reject(f"{what} took {seconds:.2f} s (deadline {self.config.step_deadline_s:g} s per call)")
-        return out
-
-    def play(self, game: MultiPlayerSession, seed: int | None, policies: list[Any]) -> GameResult:
-        """One game from ``reset(seed)``; ``policies[p].act(game, p)`` gives p's move."""
-        self._timed("reset()", game.reset, seed)
-        returns = [0.0] * game.num_players
-        trace: list[Any] = [game.views()]
-        for steps in range(1, self.config.max_game_steps + 1):
-            if game.simultaneous:
-                action: Any = [policies[p].act(game, p) for p in range(game.num_players)]
-            else:
-                action = policies[game.current_player].act(game, game.current_player)
-            _, rewards, terminated, truncated, _ = self._timed("step()", game.step, action)
-            returns = [a + b for a, b in zip(returns, rewards)]
-            trace.append((game.views(), rewards, terminated, truncated))
-            if terminated or truncated:
-                return GameResult(returns, steps, terminated, truncated, trace)
-        raise Reject(f"the game did not end within {self.config.max_game_steps} steps (seed {seed}); "
-                      "every step must count towards the turn limit")
-
-    # -- stages --------------------------------------------------------------------------
-    def _stage_compile(self, ctx: Context) -> str:
+    def check(self, ctx: GameContext) -> str:
         try:
             compile(ctx.source, ctx.filename, "exec")
         except (SyntaxError, ValueError) as exc:
@@ -125,20 +79,27 @@ class GameAcceptance(StageRunner):
         try:
             ctx.game_info = inspect_game(ctx.source, ctx.filename)
         except EnvProgramError as exc:
-            ctx.pending["interface"] = str(exc)
+            ctx.pending[Stage.INTERFACE] = str(exc)
             return "compiles to bytecode"
         ctx.class_name = ctx.game_info.class_name
-        session = self.runtime.open(adapt_source(ctx.source, ctx.game_info), kwargs=dict(self.config.env_kwargs),
-                                    filename=ctx.filename)
+        session = ctx.runtime.open(adapt_source(ctx.source, ctx.game_info), kwargs=dict(ctx.config.env_kwargs),
+                                   filename=ctx.filename)
         try:
-            ctx.game = MultiPlayerSession(session, self.runtime, ctx.game_info)
+            ctx.game = MultiPlayerSession(session, ctx.runtime, ctx.game_info)
         except EnvProgramError as exc:
             session.close()
-            ctx.pending["interface"] = f"{exc} (a freshly constructed {ctx.game_info.class_name})"
+            ctx.pending[Stage.INTERFACE] = f"{exc} (a freshly constructed {ctx.game_info.class_name})"
             return "compiled; the class constructs"
         return f"compiled; {ctx.game_info.class_name}() constructed"
 
-    def _stage_interface(self, ctx: Context) -> str:
+
+class GameInterface(StageCheck):
+    """Player count declared and right; playable without a reset; the methods' types."""
+
+    name = Stage.INTERFACE
+    settings = ("seeds", "step_deadline_s")
+
+    def check(self, ctx: GameContext) -> str:
         game, info = ctx.game, ctx.game_info
         assert game is not None and info is not None
         declared = info.num_players
@@ -149,8 +110,8 @@ class GameAcceptance(StageRunner):
         first = ScriptedPolicy().act(game, game.current_player)
         if not first.strip():
             raise Reject("scripted_action() returned an empty string")
-        self._timed("step() on a fresh instance", game.step, [first] * game.num_players if game.simultaneous else first)
-        obs, _ = self._timed("reset()", game.reset, self.config.seeds[0])
+        ctx.timed("step() on a fresh instance", game.step, [first] * game.num_players if game.simultaneous else first)
+        obs, _ = ctx.timed("reset()", game.reset, ctx.config.seeds[0])
         if not obs.strip():
             raise Reject("reset() returned an empty observation")
         legal = game.legal_actions(0 if game.simultaneous else None)
@@ -161,89 +122,128 @@ class GameAcceptance(StageRunner):
                 f"{'-> %d moves' % len(legal) if legal is not None else 'not defined'}"
                 + (", hint() -> str" if hint is not None else ""))
 
-    def _junk_policy(self) -> Any:
-        return _Junk()
 
-    def _stage_smoke(self, ctx: Context) -> str:
+class GameSmoke(StageCheck):
+    """Junk from every player, for every seed and None, ends the game within the limit."""
+
+    name = Stage.SMOKE
+    settings = ("seeds", "max_game_steps", "step_deadline_s")
+
+    def check(self, ctx: GameContext) -> str:
         game = ctx.game
         assert game is not None
         longest = 0
-        for seed in (*self.config.seeds, None):
-            result = self.play(game, seed, [self._junk_policy() for _ in range(game.num_players)])
+        for seed in (*ctx.config.seeds, None):
+            result = ctx.play(seed, [_Junk() for _ in range(game.num_players)])
             longest = max(longest, result.steps)
-        return f"junk-only games end within {longest} steps for seeds {list(self.config.seeds)} and None"
+        return f"junk-only games end within {longest} steps for seeds {list(ctx.config.seeds)} and None"
 
-    def _stage_determinism(self, ctx: Context) -> str:
+
+class GameDeterminism(StageCheck):
+    """Resetting the same instance with one seed replays the same game."""
+
+    name = Stage.DETERMINISM
+    settings = ("seeds",)
+
+    def check(self, ctx: GameContext) -> str:
         game = ctx.game
         assert game is not None
-        for seed in self.config.seeds[:2]:
-            runs = [self.play(game, seed, [ScriptedPolicy()] + [RandomPolicy(seed + p) for p in range(1, game.num_players)])
+        for seed in ctx.config.seeds[:2]:
+            runs = [ctx.play(seed, [ScriptedPolicy()] + [RandomPolicy(seed + p) for p in range(1, game.num_players)])
                     for _ in range(2)]
             if runs[0].trace != runs[1].trace:
                 step = next(i for i, (a, b) in enumerate(zip(runs[0].trace, runs[1].trace)) if a != b)
                 raise Reject(f"reset(seed={seed}) twice gave different games (first difference at step {step})")
-        return f"same seed, same game (seeds {list(self.config.seeds[:2])}, scripted vs random)"
+        return f"same seed, same game (seeds {list(ctx.config.seeds[:2])}, scripted vs random)"
 
-    def _stage_random_play(self, ctx: Context) -> str:
+
+class RandomPlay(StageCheck):
+    """Random-vs-random games end within ``config.max_game_steps`` steps."""
+
+    name = Stage.RANDOM_PLAY
+    settings = ("seeds", "max_game_steps")
+
+    def check(self, ctx: GameContext) -> str:
         game = ctx.game
         assert game is not None
-        results = [self.play(game, seed, [RandomPolicy(seed * 10 + p) for p in range(game.num_players)])
-                   for seed in self.config.seeds for _ in range(2)]
+        results = [ctx.play(seed, [RandomPolicy(seed * 10 + p) for p in range(game.num_players)])
+                   for seed in ctx.config.seeds for _ in range(2)]
         ended = sum(r.terminated for r in results)
         return (f"{len(results)} random-vs-random games ended within {max(r.steps for r in results)} steps "
                 f"({ended} terminated, {len(results) - ended} truncated at the turn limit)")
 
-    def _stage_scripted_play(self, ctx: Context) -> str:
-        game, info = ctx.game, ctx.game_info
+
+class ScriptedPlay(StageCheck):
+    """The scripted baseline beats random in every seat (cooperative: succeeds together)."""
+
+    name = Stage.SCRIPTED_PLAY
+    settings = ("games_per_seat", "min_scripted_score", "min_coop_success", "win_reward")
+
+    def check(self, ctx: GameContext) -> str:
+        game, info, cfg = ctx.game, ctx.game_info, ctx.config
         assert game is not None and info is not None
-        n = self.config.games_per_seat
+        n = cfg.games_per_seat
         if info.cooperative:
-            results = [self.play(game, s, [ScriptedPolicy() for _ in range(game.num_players)]) for s in range(n)]
-            ok = sum(min(r.returns) >= self.config.win_reward for r in results) / n
-            if ok < self.config.min_coop_success:
+            results = [ctx.play(s, [ScriptedPolicy() for _ in range(game.num_players)]) for s in range(n)]
+            ok = sum(min(r.returns) >= cfg.win_reward for r in results) / n
+            if ok < cfg.min_coop_success:
                 raise Reject(f"cooperative: scripted self-play succeeds in {ok:.0%} of {n} games "
-                              f"(need {self.config.min_coop_success:.0%})")
+                             f"(need {cfg.min_coop_success:.0%})")
             return f"cooperative: scripted self-play succeeds in {ok:.0%} of {n} games"
         scores = []
         for seat in range(game.num_players):
             total = 0.0
             for s in range(n):
-                policies = [RandomPolicy(1000 * seat + 10 * s + p) for p in range(game.num_players)]
+                policies: list[Any] = [RandomPolicy(1000 * seat + 10 * s + p) for p in range(game.num_players)]
                 policies[seat] = ScriptedPolicy()
-                r = self.play(game, s, policies).returns
+                r = ctx.play(s, policies).returns
                 best_other = max(v for p, v in enumerate(r) if p != seat)
                 total += 1.0 if r[seat] > best_other else 0.5 if r[seat] == best_other else 0.0
             scores.append(total / n)
         detail = ", ".join(f"seat {p}: {sc:.2f}" for p, sc in enumerate(scores))
-        if min(scores) < self.config.min_scripted_score:
+        if min(scores) < cfg.min_scripted_score:
             raise Reject(f"the scripted baseline does not beat random in every seat (score = (wins + draws/2) / "
-                          f"games over {n} games: {detail}; need {self.config.min_scripted_score:g})")
+                         f"games over {n} games: {detail}; need {cfg.min_scripted_score:g})")
         return f"scripted vs random, score per seat over {n} games: {detail}"
 
-    def _stage_garbage(self, ctx: Context) -> str:
+
+class GameGarbage(StageCheck):
+    """A junk player never beats scripted ones; an all-junk cooperative game never succeeds."""
+
+    name = Stage.GARBAGE
+    settings = ("seeds", "win_reward")
+
+    def check(self, ctx: GameContext) -> str:
         game, info = ctx.game, ctx.game_info
         assert game is not None and info is not None
         if info.cooperative:
-            for seed in self.config.seeds:
-                r = self.play(game, seed, [self._junk_policy() for _ in range(game.num_players)]).returns
-                if max(r) >= self.config.win_reward:
+            for seed in ctx.config.seeds:
+                r = ctx.play(seed, [_Junk() for _ in range(game.num_players)]).returns
+                if max(r) >= ctx.config.win_reward:
                     raise Reject(f"an all-junk cooperative game succeeds (seed {seed}, returns {r})")
             return "junk never succeeds"
         for seat in range(game.num_players):
-            for seed in self.config.seeds:
+            for seed in ctx.config.seeds:
                 policies: list[Any] = [ScriptedPolicy() for _ in range(game.num_players)]
-                policies[seat] = self._junk_policy()
-                r = self.play(game, seed, policies).returns
+                policies[seat] = _Junk()
+                r = ctx.play(seed, policies).returns
                 if r[seat] > max(v for p, v in enumerate(r) if p != seat):
                     raise Reject(f"a junk player in seat {seat} beats the scripted players (seed {seed}, returns {r})")
         return "a junk player never beats the scripted players, in any seat"
 
-    def _stage_information(self, ctx: Context) -> str:
+
+class Information(StageCheck):
+    """A hidden-information (or simultaneous) game shows players different views."""
+
+    name = Stage.INFORMATION
+    settings = ("seeds",)
+
+    def check(self, ctx: GameContext) -> str:
         game, info = ctx.game, ctx.game_info
         assert game is not None and info is not None
         if "hidden-information" not in info.tags and not game.simultaneous:
             return "perfect information: no hidden state to check"
-        for seed in self.config.seeds:
+        for seed in ctx.config.seeds:
             game.reset(seed)
             views = game.views()
             if len(set(views)) == len(views):
@@ -251,7 +251,18 @@ class GameAcceptance(StageRunner):
         raise Reject("a hidden-information game shows every player the same view: nothing is hidden")
 
 
-def validate_game(source: Any, filename: str = "<game>", *, config: AcceptanceConfig | None = None,
-                  runtime: Any = None, trust_remote_code: bool = False) -> AcceptanceReport:
-    """One-shot acceptance of a game source."""
-    return GameAcceptance(config, runtime=runtime, trust_remote_code=trust_remote_code).run(source, filename)
+#: The stages of a multi-player game, in order.
+GAME_CHECKS: tuple[StageCheck, ...] = (
+    SizeSyntax(),
+    GameCompile(),
+    GameInterface(),
+    GameSmoke(),
+    GameDeterminism(),
+    RandomPlay(),
+    ScriptedPlay(),
+    GameGarbage(),
+    Information(),
+    Novelty(),
+)
+#: their names
+GAME_STAGES: tuple[Stage, ...] = tuple(c.name for c in GAME_CHECKS)

@@ -1,7 +1,7 @@
 """The acceptance pipeline: is a candidate source a valid, honest environment?
 
 DESIGN.md section 6. :class:`AcceptancePipeline` runs the stages of
-:data:`~spade_envs.designer.acceptance.verdicts.STAGES` in order and stops at the first failure:
+:data:`~.single_player_stages.SINGLE_PLAYER_CHECKS` in order and stops at the first failure:
 
 ``size_syntax``
     UTF-8 text within :data:`~spade_envs.program.MAX_SOURCE_BYTES` that parses.
@@ -51,10 +51,13 @@ DESIGN.md section 6. :class:`AcceptancePipeline` runs the stages of
     ``config.novelty_check(source) -> (ok, detail)``; passes with "no memory given" when
     none is configured.
 
-The checks themselves live in :mod:`.stages`, the probes in :mod:`.probes`, the leak rule
-in :mod:`.leak`; :mod:`.stage_runner` runs them (and holds :class:`AcceptanceConfig`).
-Multi-player games (``spade_envs.games``) run the stages of :data:`~.verdicts.GAME_STAGES`
-(:mod:`.game_stages`) on the same runner instead. All environment code runs in ONE session per candidate, through a runtime
+The checks are stage objects in ordered lists: :mod:`.single_player_stages` (on a
+:class:`~.context.SingleContext`) and, for multi-player games (``spade_envs.games``),
+:mod:`.game_stages` (on a :class:`~.context.GameContext`); :mod:`.runner` runs a list;
+the probes live in :mod:`.probes`, the leak rule in :mod:`.leak`, the settings in
+:mod:`.config`. :class:`StagePipeline` is one pass of the stage list that fits the
+source; :class:`AcceptancePipeline` wraps it in :class:`~.parameters.ParameterSampling`
+(programs with ``PARAMETERS``). All environment code runs in ONE session per candidate, through a runtime
 (:func:`spade_envs.trust.get_runtime` unless one is given). Errors of the program
 (exceptions, timeouts, crashes, wrong types) become a failed verdict naming the reason;
 :meth:`AcceptancePipeline.run` never raises because of the candidate. The budget
@@ -68,30 +71,95 @@ from typing import Any
 
 from spade_envs.games import is_multiplayer_source
 from spade_envs.runtime import EnvRuntime
+from spade_envs.trust import get_runtime
 
-from .game_stages import GameAcceptance
-from .stage_runner import AcceptanceConfig, NoveltyCheck, sandbox_runtime
-from .stages import StageChecks
+from .config import AcceptanceConfig, NoveltyCheck
+from .context import GameContext, SingleContext
+from .game_stages import GAME_CHECKS
+from .parameters import ParameterSampling
+from .runner import run_stages, sandbox_runtime
+from .single_player_stages import SINGLE_PLAYER_CHECKS
 from .verdicts import AcceptanceReport
 
-__all__ = ["AcceptanceConfig", "AcceptancePipeline", "NoveltyCheck", "sandbox_runtime", "validate_source"]
+__all__ = ["AcceptanceConfig", "AcceptancePipeline", "NoveltyCheck", "StagePipeline", "sandbox_runtime",
+           "validate_source"]
 
 
-class AcceptancePipeline(StageChecks):
-    """Runs the acceptance stages on candidate sources (see the module docstring).
+class StagePipeline:
+    """One pass of the stages on a source: the single-player list, or the game list for a
+    multi-player game (both reports have the same shape). ``runtime``: where environment
+    code runs; default ``get_runtime(trust_remote_code=...)``, i.e. the sandbox unless
+    ``trust_remote_code=True``. Reused across candidates."""
 
-    ``runtime``: where environment code runs; default ``get_runtime(trust_remote_code=...)``,
-    i.e. the sandbox unless ``trust_remote_code=True``. Reused across candidates.
-    Multi-player games take the game stages (:class:`~.game_stages.GameAcceptance`, on the
-    same runner, config and runtime) and return a report of the same shape.
-    """
+    def __init__(
+        self,
+        config: AcceptanceConfig | None = None,
+        *,
+        runtime: EnvRuntime | None = None,
+        trust_remote_code: bool = False,
+    ) -> None:
+        self.config = config or AcceptanceConfig()
+        self._runtime = runtime
+        self._trust = trust_remote_code
+
+    @property
+    def runtime(self) -> EnvRuntime:
+        """The runtime in use: the one given, else in-process with ``trust_remote_code``,
+        else a sandbox whose per-call deadline is ``config.step_deadline_s`` (raises
+        :class:`~spade_envs.errors.UntrustedCodeError` when no sandbox is available)."""
+        if self._runtime is None:
+            if self._trust:
+                self._runtime = get_runtime(trust_remote_code=True)
+            else:
+                self._runtime = sandbox_runtime(self.config.step_deadline_s)
+        return self._runtime
+
+    def run(self, source: Any, filename: str = "<env>", config: AcceptanceConfig | None = None) -> AcceptanceReport:
+        """Every stage of the fitting list on ``source`` under ``config`` (default: this
+        pipeline's); the report lists the stages that ran. Never raises because of the
+        candidate (nor for a missing sandbox: a failed verdict says so)."""
+        config = config or self.config
+        report = AcceptanceReport(filename=filename)
+        if is_multiplayer_source(source):
+            report.multiplayer = True
+            return run_stages(GAME_CHECKS, GameContext(source, filename, config, lambda: self.runtime), report)
+        return run_stages(SINGLE_PLAYER_CHECKS, SingleContext(source, filename, config, lambda: self.runtime), report)
+
+
+class AcceptancePipeline:
+    """Runs the acceptance stages on candidate sources (see the module docstring): a
+    :class:`StagePipeline` wrapped in :class:`~.parameters.ParameterSampling`."""
+
+    def __init__(
+        self,
+        config: AcceptanceConfig | None = None,
+        *,
+        runtime: EnvRuntime | None = None,
+        trust_remote_code: bool = False,
+    ) -> None:
+        self.stages = StagePipeline(config, runtime=runtime, trust_remote_code=trust_remote_code)
+        self._sampling = ParameterSampling(self.stages)
+
+    @property
+    def config(self) -> AcceptanceConfig:
+        return self.stages.config
+
+    @property
+    def runtime(self) -> EnvRuntime:
+        """The runtime in use (:attr:`StagePipeline.runtime`)."""
+        return self.stages.runtime
+
+    def run(self, source: Any, filename: str = "<env>") -> AcceptanceReport:
+        """Run every stage on ``source``; a source with ``PARAMETERS`` is judged at its
+        defaults and at sampled valid points (:mod:`.parameters`)."""
+        return self._sampling.run(source, filename)
 
     def run_many(self, sources: Iterable[tuple[str, Any]], parallel: int = 2) -> list[AcceptanceReport]:
         """Reports for ``(filename, source)`` pairs, in order. With the default sandbox and
         ``parallel`` > 1, candidates run concurrently in that many sandboxes (one worker
         each), so every core checks a candidate; a given runtime is used sequentially."""
         items = list(sources)
-        if parallel <= 1 or self._runtime is not None or self._trust or len(items) < 2:
+        if parallel <= 1 or self.stages._runtime is not None or self.stages._trust or len(items) < 2:
             return [self.run(src, name) for name, src in items]
         lanes = [
             AcceptancePipeline(self.config, runtime=sandbox_runtime(self.config.step_deadline_s, lane=i + 1))
@@ -115,21 +183,6 @@ class AcceptancePipeline(StageChecks):
         for t in threads:
             t.join()
         return [r for r in out if r is not None]
-
-    # -- driver ------------------------------------------------------------------------
-    def run(self, source: Any, filename: str = "<env>") -> AcceptanceReport:
-        """Run every stage on ``source``; a source with ``PARAMETERS`` is judged at its
-        defaults and at sampled valid points (:mod:`.stage_parameters`)."""
-        from .stage_parameters import check_parameters
-
-        return check_parameters(self.config, source, filename, lambda config, src, name: AcceptancePipeline(
-            config, runtime=self._runtime, trust_remote_code=self._trust)._run_once(src, name))
-
-    def _run_once(self, source: Any, filename: str = "<env>") -> AcceptanceReport:
-        """One pass of the stages at one point; games take their own stages."""
-        if is_multiplayer_source(source):
-            return GameAcceptance(self.config, runtime=self._runtime, trust_remote_code=self._trust).run(source, filename)
-        return super().run(source, filename)
 
 
 def validate_source(

@@ -18,37 +18,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from spade_envs.errors import Stage
+
 #: the ``solution_replay`` detail of a program without ``solution()`` (accepted unverified;
 #: the registry reads entries stored before the ``verified`` flag by this text)
 NO_REFERENCE = "no reference solution: solvability unverified"
-
-#: Every stage, in pipeline order.
-STAGES: tuple[str, ...] = (
-    "size_syntax",
-    "compile",
-    "interface",
-    "tool_specs",
-    "smoke",
-    "determinism",
-    "seed_variety",
-    "solution_replay",
-    "garbage",
-    "no_leak",
-    "novelty",
-)
-
-#: The stages of a multi-player game (:mod:`spade_envs.designer.acceptance.game_stages`), in order.
-GAME_STAGES: tuple[str, ...] = (
-    "size_syntax", "compile", "interface", "smoke", "determinism", "random_play", "scripted_play",
-    "garbage", "information", "novelty",
-)
 
 
 @dataclass(frozen=True)
 class StageVerdict:
     """Outcome of one stage: ``ok`` and a one-line ``detail`` (the reason when not ok)."""
 
-    name: str
+    name: Stage
     ok: bool
     detail: str
     seconds: float = 0.0
@@ -56,7 +37,7 @@ class StageVerdict:
     verified: bool | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "ok": self.ok, "detail": self.detail,
+        out: dict[str, Any] = {"name": str(self.name), "ok": self.ok, "detail": self.detail,
                                "seconds": round(self.seconds, 6)}
         if self.verified is not None:
             out["verified"] = self.verified
@@ -67,8 +48,8 @@ class StageVerdict:
 class AcceptanceReport:
     """The verdicts of one candidate source, in stage order.
 
-    ``accepted`` is true only when every stage of ``expected`` (:data:`STAGES`, or
-    :data:`GAME_STAGES` for a game) ran and passed.
+    ``accepted`` is true only when every stage of ``expected`` (the names of the stage
+    list that ran, plus ``parameters`` for a program with PARAMETERS) ran and passed.
     """
 
     filename: str = "<env>"
@@ -80,19 +61,18 @@ class AcceptanceReport:
     verified: bool = True
     #: which reading of solution() replays the win (index into solution_plans(); 0 = primary)
     solution_form: int = 0
-    expected: tuple[str, ...] = STAGES
-
-    @property
-    def multiplayer(self) -> bool:
-        return self.expected == GAME_STAGES
+    #: the stages that must all run and pass (set by the runner)
+    expected: tuple[Stage, ...] = ()
+    #: judged as a multi-player game
+    multiplayer: bool = False
 
     @property
     def accepted(self) -> bool:
         names = [s.name for s in self.stages]
-        return names == list(self.expected) and all(s.ok for s in self.stages)
+        return bool(self.expected) and names == list(self.expected) and all(s.ok for s in self.stages)
 
     @property
-    def rejected_at(self) -> str | None:
+    def rejected_at(self) -> Stage | str | None:
         for verdict in self.stages:
             if not verdict.ok:
                 return verdict.name
@@ -103,14 +83,14 @@ class AcceptanceReport:
         """The failing verdict, or None when accepted."""
         return next((s for s in self.stages if not s.ok), None)
 
-    def stage(self, name: str) -> StageVerdict | None:
+    def stage(self, name: Stage | str) -> StageVerdict | None:
         return next((s for s in self.stages if s.name == name), None)
 
     def to_json(self) -> dict[str, Any]:
         """The ``spade validate --json`` object (DESIGN.md section 10, plus extra keys)."""
         out = {
             "accepted": self.accepted,
-            "rejected_at": self.rejected_at,
+            "rejected_at": None if self.rejected_at is None else str(self.rejected_at),
             "stages": [s.to_json() for s in self.stages],
             "file": self.filename,
             "class_name": self.class_name,
@@ -139,7 +119,7 @@ def replay_metadata(report: "AcceptanceReport | list[dict[str, Any]]") -> dict[s
     if isinstance(report, AcceptanceReport):
         verified, form = report.verified, report.solution_form
     else:
-        replay = next((v for v in report if isinstance(v, dict) and v.get("name") == "solution_replay"), {})
+        replay = next((v for v in report if isinstance(v, dict) and v.get("name") == Stage.SOLUTION_REPLAY), {})
         verified, form = replay.get("verified", True), replay.get("solution_form", 0)
     out: dict[str, Any] = {}
     if verified is False:

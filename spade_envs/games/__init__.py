@@ -10,7 +10,7 @@
   what ``gym.make`` of a game id gives.
 
 Acceptance of games is a stage set of the designer's acceptance pipeline
-(:mod:`spade_envs.designer.game_stages`), built on the same stage runner as single-player
+(:mod:`spade_envs.designer.acceptance.game_stages`), built on the same stage runner as single-player
 acceptance; it lives with the designer so data flows one way (designer -> acceptance ->
 registry -> agents -> evals) and this package never imports the designer.
 

@@ -29,7 +29,7 @@ A multi-player game is ONE Python source file, like any environment, whose singl
         def close(self): ...
 
 Rules, checked by :func:`check_game_step` and by the game stages of acceptance
-(:mod:`spade_envs.designer.game_stages`):
+(:mod:`spade_envs.designer.acceptance.game_stages`):
 
 - actions are text, final moves as ``\boxed{...}``; an invalid action never raises: the
   game answers with an observation saying why (its rule may be a retry, a forfeited turn
