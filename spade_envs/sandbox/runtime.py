@@ -17,7 +17,11 @@ program per process: no two sessions, no two clients ever share one). Every meth
 - nothing the program does can raise anything but ``EnvProgramError`` /
   ``EnvExecutionError`` here, nor stop or slow the caller's process.
 
-``step_batch``/``reset_batch`` send one message per worker for the whole batch.
+``step_batch``/``reset_batch`` send one message per worker for the whole batch. Calls on
+different sessions never wait for each other (each worker has its own lock,
+:mod:`.pool`), whichever threads make them. After a step ended the episode, the next
+``step`` is answered here with :class:`~spade_envs.errors.EpisodeOverError` (the rule of
+:mod:`spade_envs.runtime`), after checking that the worker is alive and quiet.
 ``info()`` reports the confinement layers the kernel applied to workers; when it
 refused one, a ``RuntimeWarning`` is issued once per process.
 """
