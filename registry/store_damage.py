@@ -42,7 +42,9 @@ class _Cursor(sqlite3.Cursor):
     """A cursor whose corruption errors name the store and the fix (:func:`corrupt_error`)."""
 
     def _fail(self, exc: sqlite3.DatabaseError) -> BaseException:
-        return corrupt_error(self.connection.store_path, str(exc)) if _is_corruption(exc) else exc  # type: ignore[attr-defined]
+        if not _is_corruption(exc):
+            return exc
+        return corrupt_error(self.connection.store_path, str(exc))  # type: ignore[attr-defined]
 
     def execute(self, sql: str, parameters: Any = (), /) -> "_Cursor":  # type: ignore[override]
         try:

@@ -79,8 +79,8 @@ def test_a_zero_byte_store_opened_read_only_names_a_command_that_works(spade_hom
 def test_import_with_a_zero_byte_store_registers_the_store_quietly(spade_home, tmp_path):  # noqa: F811
     spade_home.mkdir(parents=True)
     (spade_home / DB_NAME).write_bytes(b"")
-    out = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c",
-                          "import spade_envs, gymnasium as gym; print(len([i for i in gym.registry if i.startswith('spade/')]))"],
+    code = "import spade_envs, gymnasium as gym; print(len([i for i in gym.registry if i.startswith('spade/')]))"
+    out = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c", code],
                          capture_output=True, text=True, timeout=120, cwd=tmp_path,
                          env={**os.environ, "SPADE_HOME": str(spade_home)})
     assert out.returncode == 0, out.stderr[-2000:]

@@ -53,7 +53,8 @@ def repair(path: Path) -> dict[str, Any]:
 def register_repair(registry_app: typer.Typer) -> None:
     @registry_app.command("repair")
     def repair_cmd(
-        path: Optional[Path] = typer.Option(None, "--path", help="the store file (default: $SPADE_HOME/registry.sqlite3)"),
+        path: Optional[Path] = typer.Option(None, "--path",
+                                            help="the store file (default: $SPADE_HOME/registry.sqlite3)"),
         as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
     ) -> None:
         """Repair the store: initialise an empty file, move a corrupt one aside (kept) and start anew."""
