@@ -110,22 +110,31 @@ class _Launcher:
         self._lock = threading.Lock()
         self._pid = -1
         self._jobs: Any = None
+        self._thread = threading.Thread()  # not started: replaced on first use
+        os.register_at_fork(after_in_child=self._forked)
+
+    def _forked(self) -> None:  # the child has no launcher thread, and maybe a lock held at the fork
+        self._lock = threading.Lock()
+        self._pid = -1
 
     def run(self, fn: Callable[[], _T]) -> _T:
         """``fn()`` run on the launcher thread; its result, or its exception re-raised."""
         import queue
 
         with self._lock:
-            if self._pid != os.getpid():
+            if self._pid != os.getpid() or not self._thread.is_alive():
                 self._pid = os.getpid()
                 self._jobs = queue.SimpleQueue()
-                threading.Thread(target=self._serve, args=(self._jobs,), name="spade-zygote-launcher",
-                                 daemon=True).start()
-            jobs = self._jobs
+                self._thread = threading.Thread(target=self._serve, args=(self._jobs,), name="spade-zygote-launcher",
+                                                daemon=True)
+                self._thread.start()
+            jobs, thread = self._jobs, self._thread
         done = threading.Event()
         box: list[Any] = []
         jobs.put((fn, box, done))
-        done.wait()
+        while not done.wait(1.0):
+            if not thread.is_alive():  # only at interpreter exit: never wait for a dead thread
+                raise OSError("the sandbox's zygote launcher thread is gone")
         if box[0]:
             return box[1]
         raise box[1]
