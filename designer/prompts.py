@@ -6,7 +6,8 @@ program of a given *mode* and *skill*, grounded on a corpus document:
 - modes: ``puzzle`` (single answer in ``\\boxed{}``), ``game`` (multi-step, one action per
   turn) and ``tool`` (tool use through ``ToolUseBaseEnv``, final ``<answer>``);
 - skills: the six SPADE skills of :data:`SKILLS`;
-- the interface contract of DESIGN section 3, written out for the model, with the mode's
+- the interface contract of DESIGN section 3, written out for the model (its method lines
+  are those of :mod:`spade_envs.format_spec`, :func:`contract_paragraph`), with the mode's
   specifics (the ``ToolUseBaseEnv`` usage in tool mode);
 - memory examples (:class:`~.memory.Retrieval`): positive sources abbreviated, negatives
   with why they were rejected, and the instruction to make something different.
@@ -22,6 +23,8 @@ import ast
 import hashlib
 import json
 from typing import Any
+
+from spade_envs import format_spec
 
 from .corpus import Document
 from .memory import MemoryEntry, Retrieval
@@ -40,29 +43,31 @@ SYSTEM = (
     "Python file. You reply with the program in a single ```python code block and nothing else."
 )
 
-CONTRACT = """\
-The program format (follow it exactly):
-- ONE Python file with exactly one public class whose name ends in "Env".
-- Optional module-level METADATA = {"name": str, "skill": str, "description": str, "tags": [str]}.
-- __init__(self, max_turns=10, **kwargs): store settings, then call self.reset().
-- reset(self, seed=None) -> (observation: str, info: dict). Build the task from
-  random.Random(seed): the same seed gives the same task, different seeds give
-  different tasks (and different answers).
-- step(self, action: str) -> (observation: str, reward: float, terminated: bool,
-  truncated: bool, info: dict). Reward 1.0 for a win, 0.0 otherwise (partial credit
-  in [0, 1] is allowed). Truncate after max_turns steps. Never crash on malformed actions.
-- solution(self) -> str: what wins the CURRENT episode, as actions that replay to a win
-  (without it, or with a prose strategy instead, the environment can only be stored as
-  unverified, since no win can be replayed).
-- hint(self) -> str (recommended): a privileged hint about the strategy that does NOT
-  contain the answer.
-- The observation must never contain the answer; guessing ("0", "1", "yes", "42") must not win.
-- Allowed without import: random re math json itertools collections functools string copy
-  heapq operator statistics np numpy, deque defaultdict Counter OrderedDict namedtuple
-  combinations permutations product chain accumulate reduce lru_cache deepcopy heappush
-  heappop, typing names. No files, no network, no os/subprocess, no input(); sys only for
-  its constants (sys.maxsize, sys.float_info).
-"""
+#: the contract paragraph's lines before the methods' lines
+CONTRACT_HEAD = (
+    "ONE Python file with exactly one public class whose name ends in \"Env\".",
+    'Optional module-level METADATA = {"name": str, "skill": str, "description": str, "tags": [str]}.',
+)
+#: the contract paragraph's lines after the methods' lines
+CONTRACT_RULES = (
+    'The observation must never contain the answer; guessing ("0", "1", "yes", "42") must not win.',
+    "Allowed without import: random re math json itertools collections functools string copy\n"
+    "  heapq operator statistics np numpy, deque defaultdict Counter OrderedDict namedtuple\n"
+    "  combinations permutations product chain accumulate reduce lru_cache deepcopy heappush\n"
+    "  heappop, typing names. No files, no network, no os/subprocess, no input(); sys only for\n"
+    "  its constants (sys.maxsize, sys.float_info).",
+)
+
+
+def contract_paragraph() -> str:
+    """The program format as the model reads it: the methods' lines are the ``prompt``
+    lines of :data:`spade_envs.format_spec.METHODS`, in order (read when called)."""
+    lines = (*CONTRACT_HEAD, *format_spec.prompt_lines(), *CONTRACT_RULES)
+    return "The program format (follow it exactly):\n" + "".join(f"- {line}\n" for line in lines)
+
+
+#: the contract paragraph of the current format (DESIGN.md section 3)
+CONTRACT = contract_paragraph()
 
 MODE_RULES = {
     "puzzle": """\
@@ -181,7 +186,7 @@ def _contract(mode: str) -> str:
             "Write a TWO-PLAYER game (zero-sum or cooperative; hidden information is welcome) "
             "in this format:\n" + FORMAT_PROMPT + '\nSet METADATA["num_players"] = 2.'
         )
-    return CONTRACT + "\n" + MODE_RULES[mode]
+    return contract_paragraph() + "\n" + MODE_RULES[mode]
 
 
 def build_prompt(mode: str, skill: str, document: Document, retrieval: Retrieval | None = None) -> list[dict[str, str]]:

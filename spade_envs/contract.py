@@ -1,7 +1,8 @@
 """Checks of the values an environment program returns (DESIGN.md section 3).
 
-One place decides what a valid ``reset``/``step`` result is, so the in-process runtime,
-the sandbox worker and the acceptance pipeline agree. Each check raises
+One place decides what a valid ``reset``/``step``/``solution``/``hint`` result is, so the
+in-process runtime, the sandbox worker and the acceptance pipeline agree; which check
+belongs to which method is declared in :mod:`spade_envs.format_spec`. Each check raises
 :class:`~spade_envs.errors.EnvProgramError` (stage ``interface``) with a message that
 names the problem, and returns the normalised value.
 """
@@ -126,3 +127,14 @@ def check_text(value: Any, where: str) -> str:
     if len(value) > MAX_TEXT_CHARS:
         raise EnvProgramError(f"{where} returned {len(value)} characters (limit {MAX_TEXT_CHARS})")
     return value
+
+
+def check_solution_result(value: Any) -> str:
+    """``solution()`` must return a str of capped length (a session ``str()``s other
+    values first, as SPADE does)."""
+    return check_text(value, "solution()")
+
+
+def check_hint_result(value: Any) -> str | None:
+    """``hint()``: a str of capped length, or None (no hint)."""
+    return None if value is None else check_text(value, "hint()")

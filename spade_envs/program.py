@@ -15,6 +15,7 @@ from typing import Any
 
 from . import pyast
 from .errors import EnvProgramError, Stage
+from .format_spec import required_methods
 
 #: Largest accepted source, in bytes (a designer writing 200 kB is broken, not creative).
 MAX_SOURCE_BYTES = 200_000
@@ -89,7 +90,7 @@ def inspect_program(source: str, filename: str = "<env>") -> ProgramInfo:
     in ``Env``, as SPADE's loader picks it; when there are several, ``notes`` names the
     others. It must define or inherit ``reset`` and ``step`` (inheriting is only
     possible from ``ToolUseBaseEnv``, whose subclasses supply ``reset`` themselves);
-    ``solution`` is optional, as in SPADE.
+    ``solution`` is optional, as in SPADE (the list: :data:`spade_envs.format_spec.METHODS`).
     """
     tree = parse_source(source, filename)
     classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
@@ -109,7 +110,7 @@ def inspect_program(source: str, filename: str = "<env>") -> ProgramInfo:
     methods = frozenset(
         n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
     )
-    required = {"reset"} if uses_tool_base else {"reset", "step"}  # solution() is optional (SPADE)
+    required = set(required_methods(tool_base=uses_tool_base))  # solution() is optional (SPADE)
     # a local base class may provide the methods; collect them too
     local = {c.name: c for c in classes}
     inherited: set[str] = set()

@@ -35,8 +35,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from .actions import parse_tool_calls
-from .contract import StepResult, check_reset_result, check_step_result, check_text
+from .contract import StepResult, check_reset_result, check_step_result
 from .errors import EnvExecutionError, EnvProgramError, EpisodeOverError, NoSolutionError, SpadeError
+from .format_spec import check_result
 from .parameters import resolve_kwargs
 from .program import construct_env, inspect_program, trusted_prelude
 from .solutions import needs_final_answer
@@ -258,7 +259,7 @@ class InProcessSession(EnvSession):
         if fn is None or not callable(fn):
             raise NoSolutionError(f"{type(self._env).__name__} defines no solution(): it plays, but no win can be replayed")
         value = guarded_call("solution()", fn)
-        text = check_text(value if isinstance(value, str) else str(value), "solution()")  # SPADE str()s it
+        text = check_result("solution", value if isinstance(value, str) else str(value))  # SPADE str()s it
         if self._self_validating and needs_final_answer(text, self.tools):
             # SPADE's tool-use solutions are free text; when they call tools but name no
             # final answer, the base class's expected answer completes the replay
@@ -274,7 +275,7 @@ class InProcessSession(EnvSession):
         if fn is None:
             return None
         try:
-            return check_text(guarded_call("hint()", fn), "hint()")
+            return check_result("hint", guarded_call("hint()", fn))
         except EnvProgramError:
             return None
         except EnvExecutionError as exc:

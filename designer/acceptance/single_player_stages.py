@@ -15,6 +15,7 @@ from typing import Any
 
 from spade_envs.actions import parse_tool_calls
 from spade_envs.errors import EnvExecutionError, EnvProgramError, Stage
+from spade_envs.format_spec import interface_summary
 from spade_envs.program import inspect_program
 from spade_envs.solutions import READER_NAMES, solution_plans, tool_use_actions
 from spade_envs.tools import type_note
@@ -66,7 +67,8 @@ class Compile(StageCheck):
 
 
 class Interface(StageCheck):
-    """The first smoke play: ``reset`` -> (str, dict), ``step`` a 5-tuple; hint() noted."""
+    """The first smoke play: the required methods of :mod:`spade_envs.format_spec` return
+    what their checks accept (``reset`` -> (str, dict), ``step`` a 5-tuple); hint() noted."""
 
     name = Stage.INTERFACE
     settings = ("seeds",)
@@ -85,7 +87,7 @@ class Interface(StageCheck):
             about = "no solution() (optional, as in SPADE)"
         else:
             about = f"solution() -> {len(ctx.actions(seed))} action(s)"
-        return f"{ctx.class_name}: reset -> (str, dict), step -> (str, float, bool, bool, dict), {about}{hint_about}"
+        return f"{ctx.class_name}: {interface_summary()}, {about}{hint_about}"
 
     @staticmethod
     def _hint(ctx: SingleContext) -> str:

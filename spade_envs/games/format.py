@@ -56,10 +56,11 @@ from typing import Any
 
 from ..contract import check_text
 from ..errors import EnvProgramError
+from ..format_spec import GAME_METHODS, required_methods
 from ..program import parse_source, source_sha256
 
-#: methods every multi-player ``*Env`` class defines
-REQUIRED_METHODS = ("reset", "step", "observe", "current_player", "scripted_action", "solution")
+#: methods every multi-player ``*Env`` class defines (declared in :data:`spade_envs.format_spec.GAME_METHODS`)
+REQUIRED_METHODS = required_methods(methods=GAME_METHODS)
 #: the most players a game may declare
 MAX_PLAYERS = 16
 #: METADATA tags that name the payoff structure and the information structure

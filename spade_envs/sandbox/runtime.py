@@ -34,8 +34,9 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from ..contract import StepResult, check_reset_result, check_step_result, check_text
+from ..contract import StepResult, check_reset_result, check_step_result
 from ..errors import EnvExecutionError, EnvProgramError, EpisodeOverError, SpadeError
+from ..format_spec import method
 from ..parameters import resolve_kwargs
 from ..program import inspect_program
 from ..runtime import EnvRuntime, EnvSession, ends_episode, keeps_episode_rule
@@ -157,6 +158,13 @@ class SandboxSession(EnvSession):
             raise result
         return result
 
+    def _proxy(self, name: str) -> Any:
+        """Method ``name`` of the program format (no argument) run in the worker, its
+        result through the spec's check (:mod:`spade_envs.format_spec`)."""
+        spec = method(name)
+        value = self._one(spec.op, None)
+        return value if spec.check is None else spec.check(value)
+
     # -- EnvSession ------------------------------------------------------------------
     @keeps_episode_rule  # reset_batch: a successful reset starts a playable episode
     def reset(self, seed: int | None = None) -> tuple[str, dict]:
@@ -173,14 +181,13 @@ class SandboxSession(EnvSession):
         return result
 
     def solution(self) -> str:
-        return check_text(self._one("solution", None), "solution()")
+        return self._proxy("solution")
 
     def hint(self) -> str | None:
-        value = self._one("hint", None)
-        return None if value is None else check_text(value, "hint()")
+        return self._proxy("hint")
 
     def snapshot(self) -> Any:
-        return self._one("snapshot", None)
+        return self._proxy("snapshot")
 
     def close(self) -> None:
         """Run the program's ``close()`` under the step deadline, then end the worker.
@@ -193,7 +200,7 @@ class SandboxSession(EnvSession):
             return
         try:
             if self._unavailable() is None:
-                self._one("close", None)
+                self._proxy("close")
         finally:
             self.closed = True
             self._detach()

@@ -14,7 +14,11 @@ Forking a warm zygote takes milliseconds: no interpreter start-up per environmen
 A **worker** holds exactly one program (one session; a second ``open`` is refused),
 jails itself (:func:`.confine.jail_worker`), sends its hello frame (pid and the layer
 report), then serves request frames (:mod:`.protocol`) until its request pipe closes,
-writing one reply frame per call as soon as that call returns. It validates every
+writing one reply frame per call as soon as that call returns. The operations it serves
+are the program format's (:func:`spade_envs.format_spec.operation`), besides its own
+``open`` and ``ping``: ``step`` (a fast path), ``reset`` (which also sends the tool specs
+when they changed) and ``close`` are handled here, every other one by
+:func:`spade_envs.format_spec.call_operation`. It validates every
 result with :mod:`spade_envs.contract` (inside the session) and caps its size, nesting
 and element count. It keeps no clock the caller relies on: deadlines are the caller's.
 After each reply it polls for the next request for :data:`SPIN_S` (yielding the CPU
@@ -33,6 +37,7 @@ import sys
 import time
 from typing import Any
 
+from .. import format_spec
 from . import confine
 from .protocol import MAX_RESULT_BYTES, check_value, pack, read_frame, write_all
 
@@ -90,25 +95,19 @@ class WorkerState:
             return {"pid": os.getpid(), "network": confine.network_mode(), "uid": os.getuid()}
         if session is None or sid != self.sid:
             raise KeyError(f"no session {sid} in this worker")
+        if format_spec.operation(op) is None:
+            raise ValueError(f"unknown operation {op!r}")
         try:
-            if op == "step":
-                return list(session.step(arg))
-            if op == "reset":
+            if op == "reset":  # the tool specs travel with it when they changed
                 obs, info = session.reset(arg)
                 return [obs, info, self._tools_delta(session)]
-            if op == "solution":
-                return session.solution()
-            if op == "hint":
-                return session.hint()
-            if op == "snapshot":
-                return session.snapshot()
             if op == "close":
                 self.session = None
                 session.close()
                 return None
+            return format_spec.call_operation(session, op, arg)  # every other operation of the format
         except Exception as exc:
             raise _security_kind(exc) from None
-        raise ValueError(f"unknown operation {op!r}")
 
     def answer(self, op: str, sid: int, arg: Any) -> bytes:
         """One call -> its encoded reply frame payload (never raises)."""
