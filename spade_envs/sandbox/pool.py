@@ -222,14 +222,15 @@ class WorkerPool:
 
         Holds the lock of each worker involved (taken in one global order, so two
         batches sharing workers never deadlock), and no other lock."""
-        order = sorted(requests, key=id)
+        order = sorted(requests, key=id) if len(requests) > 1 else list(requests)
         for worker in order:
             worker.lock.acquire()
         try:
             return self._exchange(requests, deadline_s)
         finally:
             for worker in reversed(order):
-                worker.finish()
+                if not worker.alive:
+                    worker.finish()
                 worker.lock.release()
 
     def _exchange(self, requests: dict[Worker, list], deadline_s: float) -> dict[Worker, tuple[list, Lost | None]]:
