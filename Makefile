@@ -31,8 +31,10 @@ $(STAMP): pyproject.toml Makefile $(LOCK)
 RUNS := runs
 run: setup
 	rm -rf $(RUNS)/selfplay
-	OMP_WAIT_POLICY=PASSIVE $(BIN)/spade selfplay --preset cpu-smol --out $(RUNS)/selfplay --heldout 24 \
-		--time-budget 300 --set registry_path=$(RUNS)/selfplay/registry.sqlite3
+	# three small rounds (3 environments, 2 designer prompts each); before/after: held-out levels 0 and 1, reasoning-gym
+	OMP_WAIT_POLICY=PASSIVE $(BIN)/spade selfplay --preset cpu-smol --out $(RUNS)/selfplay --heldout 12 --rounds 3 \
+		--set envs_per_round=3 --set designer_prompts=2 --set hint_plays=1 \
+		--set registry_path=$(RUNS)/selfplay/registry.sqlite3
 	@echo "metrics: $(RUNS)/selfplay/metrics.jsonl, plot: $(RUNS)/selfplay/metrics.png, tensorboard --logdir $(RUNS)/selfplay/tensorboard"
 
 demo: setup
