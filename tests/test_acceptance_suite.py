@@ -59,7 +59,9 @@ def test_hang_mutant_needs_and_gets_a_deadline():
     rec = _pick(False)
     (mutant,) = mutate(rec.source, "x.py", SLOW_OPERATORS)
     report = AcceptancePipeline(AcceptanceConfig(step_deadline_s=0.5)).run(mutant.source)
-    assert report.rejected_at == "smoke" and "timeout" in report.failure.detail
+    # killed at the deadline ("... exceeded the 0.5 s deadline") or, on a loaded machine, a
+    # reply that came back after it ("... took 0.63 s (deadline 0.5 s per call)"): both refuse
+    assert report.rejected_at == "smoke" and "deadline" in report.failure.detail
 
 
 def test_leak_specificity_rule():
