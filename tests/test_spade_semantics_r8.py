@@ -260,3 +260,14 @@ def test_registry_reads_the_verified_flag():
     assert is_verified({"acceptance": [stage]}) is False
     assert is_verified({"acceptance": [{**stage, "verified": True}]}) is True
     assert json.loads(json.dumps(stage))["verified"] is False
+
+
+def test_a_move_sequence_leaks_whatever_marks_join_a_moves_parts():
+    """Grid moves written ``\\boxed{row,col}``: the reference shown in an observation is a
+    leak (the comma inside a move is not a gap between moves); the grid's own row and
+    column numbers are not."""
+    solution = "\\boxed{1,2}\n\\boxed{2,4}\n\\boxed{3,3}\n\\boxed{3,4}\n\\boxed{4,1}"
+    grid = "    1 2 3 4 5\n1 | # # # # .\n2 | . # . . #\n3 | # . . # #\nPress one cell per turn with \\boxed{row,col}."
+    assert find_leak(solution, [grid]) is None
+    assert find_leak(solution, [grid + "\n(reference: \\boxed{1,2} \\boxed{2,4} \\boxed{3,3} \\boxed{3,4})"])
+    assert find_leak(solution, ["Presses so far: 1-2, 2-4, 3-3, 3-4."])

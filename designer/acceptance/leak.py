@@ -148,9 +148,16 @@ def _is_listed_option(text: str, start: int, end: int) -> bool:
     return run >= MIN_OPTIONS
 
 
+def _within_move(between: str) -> bool:
+    """What may stand between two tokens of one move: whitespace, or one or two marks on
+    the same line (``1,2``, ``b-3``, ``A: 4``)."""
+    return between.isspace() or (0 < len(between) <= 2 and "\n" not in between
+                                  and not any(ch.isalnum() for ch in between))
+
+
 def _find_sequence(moves: tuple[tuple[str, ...], ...], text: str) -> tuple[int, int] | None:
-    """Moves in order, each move's tokens adjacent (whitespace between), consecutive moves
-    separated by 1..MAX_GAP units of non-alphanumerics or the word ``boxed``."""
+    """Moves in order, each move's tokens adjacent (:func:`_within_move`), consecutive
+    moves separated by 1..MAX_GAP units of non-alphanumerics or the word ``boxed``."""
     toks = [(m.group(0).casefold(), m.start(), m.end()) for m in _TOKEN.finditer(text)]
     if not moves or not toks:
         return None
@@ -185,7 +192,7 @@ def _find_sequence(moves: tuple[tuple[str, ...], ...], text: str) -> tuple[int, 
                 if not 1 <= gap <= MAX_GAP:
                     ok = False
                     break
-            elif not text[kept[i + k - 1][2] : kept[i + k][1]].isspace():
+            elif not _within_move(text[kept[i + k - 1][2] : kept[i + k][1]]):
                 ok = False
                 break
         if ok:
