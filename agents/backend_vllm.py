@@ -31,6 +31,18 @@ from .api import Backend, Generation
 from .chat import encode, render
 
 
+
+def completion_tokens(out: Any) -> tuple[list[int], list[float]]:
+    """A vLLM ``RequestOutput``'s first completion: its token ids and each token's sampled
+    logprob (0.0 where vLLM returned none)."""
+    comp = out.outputs[0]
+    ids = [int(t) for t in comp.token_ids]
+    lps = []
+    for tok, entry in zip(ids, comp.logprobs or []):
+        item = entry.get(tok) if entry else None
+        lps.append(float(item.logprob) if item is not None else 0.0)
+    return ids, lps
+
 class VLLMBackend(Backend):
     """``vllm.LLM`` behind the :class:`Backend` interface (token level)."""
 
@@ -112,11 +124,7 @@ class VLLMBackend(Backend):
         gens = []
         for prompt, out in zip(prompts, outputs):
             comp = out.outputs[0]
-            ids = [int(t) for t in comp.token_ids]
-            lps = []
-            for tok, entry in zip(ids, comp.logprobs or []):
-                item = entry.get(tok) if entry else None
-                lps.append(float(item.logprob) if item is not None else 0.0)
+            ids, lps = completion_tokens(out)
             finish = "stop" if comp.finish_reason == "stop" else "length"
             body = ids[:-1] if finish == "stop" and ids and ids[-1] in self.stop_ids else ids
             text = self.tokenizer.decode(body, skip_special_tokens=False)

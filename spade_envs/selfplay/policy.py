@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..agents.api import Backend, Generation
+from ..agents.backend_vllm import completion_tokens
 
 
 class _SyncMixin:
@@ -123,12 +124,7 @@ class TrainerVLLMColocateBackend(_SyncMixin, Backend):
         outputs = self.llm.generate([{"prompt_token_ids": list(p)} for p in prompts], params, use_tqdm=False)
         gens = []
         for prompt, out in zip(prompts, outputs):
-            comp = out.outputs[0]
-            ids = [int(t) for t in comp.token_ids]
-            lps = []
-            for tok, entry in zip(ids, comp.logprobs or []):
-                item = entry.get(tok) if entry else None
-                lps.append(float(item.logprob) if item is not None else 0.0)
+            ids, lps = completion_tokens(out)
             gens.append(_pack(self.tokenizer, self.stop_ids, prompt, ids, lps))
         return gens
 
