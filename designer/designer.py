@@ -46,7 +46,7 @@ from .memory import DesignerMemory, MemoryEntry
 from .prompts import DEFAULT_MODES, MODES, SKILLS, build_prompt, prompt_hash, repair_messages
 from .regret import RegretEstimate, RewardMode
 from .acceptance import STAGES, replay_metadata
-from .scoring import ScoreConfig, score_sources, store_scores
+from .scoring import PlayBudget, score_sources, store_scores
 
 #: the designer's stages, in order (progress bars and the summary use these names)
 DESIGN_STAGES = ("propose", "accept", "repair", "register", "score")
@@ -72,8 +72,8 @@ class DesignConfig:
     k_negative: int = 2
     score: bool = True
     agent: str | None = None  #: None: the designer's own model plays (shares the backend)
-    n_hint: int = 2
-    n_plain: int = 4
+    hint_plays: int = 2  #: hinted plays per accepted environment (regret; scoring.PlayBudget)
+    plain_plays: int = 4  #: plain plays per accepted environment
     max_turns: int = 6
     agent_max_new_tokens: int = 256
     reward_mode: str = "regret"
@@ -375,7 +375,7 @@ class EnvironmentDesigner(LazyDesignerDeps):
 
     def _score(self, registered: list[Candidate]) -> None:
         cfg = self.config
-        sc = ScoreConfig(n_hint=cfg.n_hint, n=cfg.n_plain, max_turns=cfg.max_turns)
+        sc = PlayBudget(hint_plays=cfg.hint_plays, plain_plays=cfg.plain_plays, max_turns=cfg.max_turns)
         # one program for both kinds of play: the hint is shown only when hint=True
         items = [(c.env_id, c.source, c.source) for c in registered]
         try:

@@ -41,8 +41,8 @@ class ParamsConfig:
     max_new_tokens: int = 192
     temperature: float = 0.8
     score: bool = True
-    n_hint: int = 2
-    n_plain: int = 4
+    hint_plays: int = 2  #: hinted plays per accepted environment (regret; scoring.PlayBudget)
+    plain_plays: int = 4  #: plain plays per accepted environment
     max_turns: int = 6
     agent_max_new_tokens: int = 256
     reward_mode: str = "regret"
@@ -134,10 +134,10 @@ class ParamsDesigner(LazyDesignerDeps):
         return ParamsRun(generation, props, seconds)
 
     def _score(self, registered: list[VariantProposal]) -> None:
-        from .scoring import ScoreConfig, store_scores
+        from .scoring import PlayBudget, store_scores
 
         cfg = self.config
-        sc = ScoreConfig(n_hint=cfg.n_hint, n=cfg.n_plain, max_turns=cfg.max_turns)
+        sc = PlayBudget(hint_plays=cfg.hint_plays, plain_plays=cfg.plain_plays, max_turns=cfg.max_turns)
         try:
             scored = score_variants(self.agent, registered, sc, registry=self.registry, backend=self._backend,
                                     runtime=self.runtime, seed=cfg.seed)

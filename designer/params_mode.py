@@ -292,7 +292,7 @@ def score_variants(agent: Any, proposals: list[VariantProposal], config: Any = N
     sets ``proposal.estimate`` and returns the scored proposals. The hint is the parent
     program's own ``hint()`` or one ``backend`` writes (:func:`.hints.resolve_hint`)."""
     from .hints import resolve_hint
-    from .scoring import ScoreConfig, score_sources
+    from .scoring import PlayBudget, score_sources
 
     valid = [p for p in proposals if p.valid]
     if not valid:
@@ -307,7 +307,7 @@ def score_variants(agent: Any, proposals: list[VariantProposal], config: Any = N
             hinted[p.parent] = (res.source, res.origin)
         p.hint_origin = hinted[p.parent][1]
         items.append((p.env_id or p.cid, rec.source, hinted[p.parent][0], p.point))
-    estimates = score_sources(agent, items, config or ScoreConfig())
+    estimates = score_sources(agent, items, config or PlayBudget())
     for p, est in zip(valid, estimates):
         p.estimate = est
     return valid

@@ -1,6 +1,6 @@
 """Regret: how much a privileged hint helps the agent on an environment (DESIGN.md section 6).
 
-``regret = max(0, mean(R_hint) - mean(R_plain))`` over ``n_hint`` hinted and ``n`` plain
+``regret = max(0, mean(R_hint) - mean(R_plain))`` over ``hint_plays`` hinted and ``plain_plays`` plain
 plays, each R the episode's *terminal reward* as SPADE scores it (:func:`terminal_reward`:
 the last step's reward, clipped to [-1, 1]; a time-shaped 0.64 counts as 0.64). A *win*
 is a terminated episode with reward > 0 when the episodes are known

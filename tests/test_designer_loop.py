@@ -6,7 +6,7 @@ import pytest
 
 from spade_envs.designer.designer import DesignConfig, EnvironmentDesigner
 from spade_envs.designer.novelty_measure import renamed
-from spade_envs.designer.scoring import ScoreConfig, score_source
+from spade_envs.designer.scoring import PlayBudget, score_source
 from spade_envs.errors import AgentError
 from spade_envs.registry.catalog import seed_records
 from spade_envs.registry.store import Registry
@@ -50,7 +50,7 @@ def test_garbage_is_rejected_at_extract_and_repairs_are_bounded(reg):
 def test_broken_then_fixed_after_the_repair_prompt_is_registered_with_provenance(reg):
     backend = ScriptedBackend([lambda conv: fenced(VALID_ENV if _is_repair(conv) else BROKEN_ENV)])
     agent = ScriptedAgent(hint_returns=[1.0, 1.0], plain_returns=[1.0, 0.0, 0.0, 0.0])
-    run = _designer(reg, backend, agent, max_repairs=2, n_hint=2, n_plain=4).run()
+    run = _designer(reg, backend, agent, max_repairs=2, hint_plays=2, plain_plays=4).run()
     (c,) = run.candidates
     # honest verdicts: first attempt fails at syntax, the repair prompt shows it, the second passes all
     assert [a.rejected_at for a in c.attempts] == ["size_syntax", None]
@@ -139,10 +139,10 @@ def test_memory_examples_become_parents_and_a_second_run_sees_the_first(reg):
 
 def test_score_source_and_config_checks():
     agent = ScriptedAgent([1.0], [0.0, 1.0])
-    est = score_source(agent, VALID_ENV, config=ScoreConfig(n_hint=1, n=2))
+    est = score_source(agent, VALID_ENV, config=PlayBudget(hint_plays=1, plain_plays=2))
     assert est.regret == pytest.approx(0.5) and est.win_rate_plain == 0.5
     with pytest.raises(ValueError):
-        score_source(agent, VALID_ENV, config=ScoreConfig(n_hint=0))
+        score_source(agent, VALID_ENV, config=PlayBudget(hint_plays=0))
     with pytest.raises(ValueError):
         DesignConfig(mode="essay")
     with pytest.raises(ValueError):

@@ -127,10 +127,10 @@ def test_score_and_register_in_a_new_generation(reg):
     pid = str(reg.add(SUM_SOURCE, generation=1).env_id)
     props = propose_variants(JsonScript([_ans(pid, n_terms=6, max_value=900, max_turns=1)]), reg, 1, parents=[pid])
     from spade_envs.agents.replay import ReplayAgent
-    from spade_envs.designer.scoring import ScoreConfig
+    from spade_envs.designer.scoring import PlayBudget
 
     agent = ReplayAgent("reference")
-    scored = score_variants(agent, props, ScoreConfig(n_hint=1, n=2, max_turns=2), registry=reg)
+    scored = score_variants(agent, props, PlayBudget(hint_plays=1, plain_plays=2, max_turns=2), registry=reg)
     assert len(scored) == 1 and scored[0].estimate.win_rate_plain == 1.0 and scored[0].estimate.regret == 0.0
     gen = reg.next_generation()
     done = register_variants(reg, props, generation=gen, designer_model="scripted-json")
@@ -141,7 +141,7 @@ def test_score_and_register_in_a_new_generation(reg):
     assert [v["name"] for v in rec.metadata["acceptance"]][:3] == ["parse", "params", "novelty"]
     # the plays ran at the variant's point: six numbers in every first observation
     agent2 = ScriptedAgent([1.0], [0.0])
-    score_variants(agent2, props, ScoreConfig(n_hint=1, n=1), registry=reg)
+    score_variants(agent2, props, PlayBudget(hint_plays=1, plain_plays=1), registry=reg)
     assert all(t.kwargs == rec.params for t in agent2.tasks)
 
 

@@ -99,7 +99,7 @@ def test_designer_registration_stores_tool_specs(reg):
     backend = ScriptedBackend([fenced(TOOL_PROGRAM.read_text())])
     agent = ScriptedAgent(hint_returns=[1.0, 1.0], plain_returns=[0.0, 0.0])
     config = DesignConfig(model="fake:scripted", mode="tool", skill="api orchestration", max_repairs=0,
-                          n_hint=2, n_plain=2)
+                          hint_plays=2, plain_plays=2)
     run = EnvironmentDesigner(config, backend=backend, agent=agent, registry=reg).run()
     (c,) = run.candidates
     assert c.accepted and c.env_id, [a.verdicts for a in c.attempts]

@@ -90,8 +90,10 @@ def register(app: typer.Typer) -> None:
         corpus: str = typer.Option("stdlib", "--corpus", help="grounding corpus: stdlib, FILE.jsonl, FILE.parquet, hf:NAME"),
         agent: Optional[str] = typer.Option(None, "--agent", help="agent that plays for the regret (default: the designer model)"),
         max_repairs: int = typer.Option(2, "--max-repairs", min=0, help="repair attempts per candidate"),
-        n_hint: int = typer.Option(2, "--n-hint", min=1, help="hinted plays per accepted environment"),
-        n_plain: int = typer.Option(4, "--n-plain", min=1, help="plain plays per accepted environment"),
+        hint_plays: int = typer.Option(2, "--hint-plays", "--n-hint", min=1,
+                                       help="hinted plays per accepted environment"),
+        plain_plays: int = typer.Option(4, "--plain-plays", "--n-plain", min=1,
+                                        help="plain plays per accepted environment"),
         max_turns: int = typer.Option(6, "--max-turns", min=1, help="turns per play"),
         max_new_tokens: int = typer.Option(1536, "--max-new-tokens", min=16, help="designer tokens per answer"),
         temperature: float = typer.Option(0.7, "--temperature", min=0.0, help="designer sampling temperature"),
@@ -111,7 +113,7 @@ def register(app: typer.Typer) -> None:
             raise fail(f"--skill must be one of: {', '.join(SKILLS)} (got {skill!r})", 2)
         if mode == "params":
             _design_params(n=n, model=model, agent=agent, parents=parent, seed=seed, temperature=temperature,
-                           n_hint=n_hint, n_plain=n_plain, max_turns=max_turns, reward_mode=reward_mode,
+                           hint_plays=hint_plays, plain_plays=plain_plays, max_turns=max_turns, reward_mode=reward_mode,
                            score=not no_score, as_json=as_json, progress_on=not no_progress)
             return
         if parent:
@@ -120,7 +122,7 @@ def register(app: typer.Typer) -> None:
             config = DesignConfig(
                 n=n, model=model, skill=skill, mode=mode, corpus=corpus, seed=seed, max_repairs=max_repairs,
                 max_new_tokens=max_new_tokens, temperature=temperature, score=not no_score, agent=agent,
-                n_hint=n_hint, n_plain=n_plain, max_turns=max_turns, reward_mode=reward_mode,
+                hint_plays=hint_plays, plain_plays=plain_plays, max_turns=max_turns, reward_mode=reward_mode,
             )
         except ValueError as exc:
             raise fail(str(exc), 2) from None
@@ -135,7 +137,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _design_params(*, n: int, model: str, agent: str | None, parents: list[str] | None, seed: int,
-                   temperature: float, n_hint: int, n_plain: int, max_turns: int, reward_mode: str, score: bool,
+                   temperature: float, hint_plays: int, plain_plays: int, max_turns: int, reward_mode: str, score: bool,
                    as_json: bool, progress_on: bool) -> None:
     """``spade design --mode params``: see the module docstring."""
     from ..designer.params_design import ParamsConfig, ParamsDesigner
@@ -152,7 +154,7 @@ def _design_params(*, n: int, model: str, agent: str | None, parents: list[str] 
         raise fail(f"--parent: {exc}", 2) from None
     try:
         config = ParamsConfig(n=n, model=model, agent=agent, parents=list(parents or []) or None, seed=seed,
-                              temperature=temperature, n_hint=n_hint, n_plain=n_plain, max_turns=max_turns,
+                              temperature=temperature, hint_plays=hint_plays, plain_plays=plain_plays, max_turns=max_turns,
                               reward_mode=reward_mode, score=score)
     except ValueError as exc:
         raise fail(str(exc), 2) from None

@@ -92,8 +92,8 @@ class SelfPlayConfig:
     trl: dict[str, Any] = field(default_factory=dict)  #: any other ``trl.GRPOConfig`` field, passed as is (e.g. adam_beta2)
 
     # -- agent role -------------------------------------------------------------------------
-    agent_group_size: int = 2  #: plain plays per environment per round = GRPO group (``n``)
-    hint_plays: int = 1  #: hinted plays per environment per round (``n_hint``, for regret)
+    agent_group_size: int = 2  #: plain plays per environment per round = the GRPO group (``PlayBudget.plain_plays``)
+    hint_plays: int = 1  #: hinted plays per environment per round, for regret (``PlayBudget.hint_plays``)
     max_turns: int = 2  #: turns per episode (SPADE: at most 25)
     agent_max_new_tokens: int = 12  #: tokens per agent turn
     envs_per_round: int = 2  #: at most this many environments per round (waiting candidates first, then replay)
@@ -181,8 +181,11 @@ class SelfPlayConfig:
             raise SelfPlayConfigError(f"trl: set {', '.join(clash)} as self-play settings, not under trl")
         if self.vllm_mode not in ("colocate", "server"):
             raise SelfPlayConfigError(f"vllm_mode must be colocate or server, got {self.vllm_mode!r}")
-        if self.reward_mode not in ("regret", "blend", "solve_rate"):
-            raise SelfPlayConfigError(f"reward_mode must be regret, blend or solve_rate, got {self.reward_mode!r}")
+        from ..designer.regret import RewardMode
+
+        if self.reward_mode not in {m.value for m in RewardMode}:
+            raise SelfPlayConfigError(f"reward_mode must be one of {', '.join(m.value for m in RewardMode)}, "
+                                      f"got {self.reward_mode!r}")
         if self.designer not in ("policy", "off") and not self.designer.startswith("scripted:"):
             raise SelfPlayConfigError(f"designer must be 'policy', 'off' or 'scripted:NAME', got {self.designer!r}")
         if self.prefix_sliding is not None and (len(self.prefix_sliding) != 2 or int(self.prefix_sliding[1]) < 1):
