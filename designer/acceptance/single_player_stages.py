@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from spade_envs.actions import parse_tool_calls
-from spade_envs.errors import EnvExecutionError, EnvProgramError, Stage
+from spade_envs.errors import EnvExecutionError, EnvProgramError, FailureKind, Stage
 from spade_envs.format_spec import interface_summary
 from spade_envs.program import inspect_program
 from spade_envs.solutions import READER_NAMES, solution_plans, tool_use_actions
@@ -52,7 +52,7 @@ class Compile(StageCheck):
         try:
             ctx.session = ctx.runtime.open(ctx.source, kwargs=dict(ctx.config.env_kwargs), filename=ctx.filename)
         except EnvExecutionError as exc:
-            if exc.kind == "error" and "module body" not in str(exc):
+            if exc.kind == FailureKind.ERROR:  # the constructor raised (a module body's errors are EnvProgramError)
                 ctx.pending[Stage.INTERFACE] = f"constructing {info.class_name}() failed: {exc}"
                 return "compiles; module executes"
             raise
