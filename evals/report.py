@@ -68,6 +68,7 @@ HEADLINES = {
     "bfcl-v4-multi-turn": ("success", "entries"),
     "acebench": ("success", "entries"),
     "acebench-agent": ("success", "entries"),
+    "reasoning-gym": ("win rate (score_answer = 1)", "episodes"),
 }
 
 
