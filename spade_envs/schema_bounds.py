@@ -121,6 +121,24 @@ def size_problem(schema: Any, limits: Limits) -> Problem | None:
     return None
 
 
+def resolve_local_ref(root: Any, ref: str) -> tuple[bool, Any]:
+    """``(True, node)`` for a local JSON pointer ``#/a/b`` (or ``#``) into ``root`` (``~1``
+    and ``~0`` unescaped, list items by index); ``(False, None)`` when it points nowhere or
+    is not a pointer (an anchor)."""
+    if not (ref.startswith("#/") or ref == "#"):
+        return False, None
+    target: Any = root
+    for part in [p for p in ref[1:].split("/") if p]:
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(target, dict) and part in target:
+            target = target[part]
+        elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+            target = target[int(part)]
+        else:
+            return False, None
+    return True, target
+
+
 class _Refused(Exception):
     def __init__(self, where: list[str], message: str) -> None:
         super().__init__(message)
@@ -184,18 +202,9 @@ class _Walk:
             return self.memo[ref]
         if ref in self.active:
             raise _Refused(where, f"the reference {ref!r} is recursive (a schema of keyword arguments never needs that)")
-        target: Any = self.root
-        if ref.startswith("#/") or ref == "#":
-            for part in [p for p in ref[1:].split("/") if p]:
-                part = part.replace("~1", "/").replace("~0", "~")
-                if isinstance(target, dict) and part in target:
-                    target = target[part]
-                elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
-                    target = target[int(part)]
-                else:
-                    return 1, 0  # points nowhere: the meta checks report it, nothing to expand
-        else:
-            return 1, 0  # an anchor ($anchor is not allowed, so it resolves to nothing)
+        found, target = resolve_local_ref(self.root, ref)
+        if not found:  # points nowhere (or an anchor, not allowed): the meta checks report it
+            return 1, 0
         self.active.add(ref)
         try:
             self.memo[ref] = self.visit(target, [ref])

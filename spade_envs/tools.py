@@ -175,15 +175,9 @@ def _ref_problem(node: Any, root: Any, path: list[str]) -> tuple[str, str] | Non
         where = "/".join(path + ["$ref"])
         if not ref.startswith("#"):
             return where, f"remote reference {ref!r} is not allowed; define it under $defs and use '#/$defs/...'"
-        target: Any = root
-        for part in [p for p in ref[1:].split("/") if p] if ref.startswith("#/") or ref == "#" else []:
-            part = part.replace("~1", "/").replace("~0", "~")
-            if isinstance(target, dict) and part in target:
-                target = target[part]
-            elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
-                target = target[int(part)]
-            else:
-                return where, f"reference {ref!r} points to nothing in the schema"
+        pointer = ref.startswith("#/") or ref == "#"  # an anchor ("#name") is left to jsonschema
+        if pointer and not schema_bounds.resolve_local_ref(root, ref)[0]:
+            return where, f"reference {ref!r} points to nothing in the schema"
     for key, value in node.items():
         if key not in _DATA_KEYWORDS and key != "$ref":
             problem = _ref_problem(value, root, path + [str(key)])
