@@ -9,7 +9,9 @@ read off, and better than training on fixed environments?
 2. **before**: the untrained model plays every set (sampling seed ``seed + 1``);
 3. **self-play**: ``spade selfplay`` (``cpu-smol`` with :data:`BENCH_OVERRIDES`) on the
    train split, in a private registry under the bench's folder, for at most
-   ``train_budget_s`` seconds of rounds;
+   ``train_budget_s`` seconds of rounds, with the turn budget it is evaluated with
+   (``max_turns``, 4: every held-out reference plan at levels 0 and 1 fits; each set
+   reports ``reference_plans``, how many of its episodes are winnable in that budget);
 4. **fixed-environment baseline**: the same agent, preset, GRPO settings and number of
    rounds with the designer off (``designer="off"``: the train split's seeds only, no
    proposals, no designer steps), in its own registry;
@@ -123,7 +125,7 @@ def _train(cfg: Any, budget_s: float | None, say: Callable[[str], None]) -> tupl
 def run_learning_bench(*, out_dir: str | Path, model: str = "default", preset: str = "cpu-smol",
                        heldout_episodes: int = 48, external_episodes: int = ls.EXTERNAL_EPISODES,
                        screen_episodes: int = ls.SCREEN_EPISODES, train_budget_s: float = 900.0, rounds: int = 50,
-                       max_turns: int = 2, max_new_tokens: int = 48, rg_max_new_tokens: int = 64, seed: int = 0,
+                       max_turns: int = 4, max_new_tokens: int = 48, rg_max_new_tokens: int = 64, seed: int = 0,
                        baseline: bool = True, overrides: dict[str, Any] | None = None,
                        say: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
     """Run the bench (module docstring); returns the ``bench learning`` JSON object."""
@@ -137,9 +139,13 @@ def run_learning_bench(*, out_dir: str | Path, model: str = "default", preset: s
     t0 = time.perf_counter()
     tasks: dict[str, list[Any]] = {}
     envs: dict[str, list[dict[str, Any]]] = {}
+    reach: dict[str, dict[str, Any]] = {}
     for level in (0, 1):
-        tasks[f"heldout_level{level}"], envs[f"heldout_level{level}"] = ls.heldout_tasks(level, heldout_episodes,
-                                                                                          max_turns)
+        name = f"heldout_level{level}"
+        tasks[name], envs[name] = ls.heldout_tasks(level, heldout_episodes, max_turns)
+        reach[name] = ls.winnable(tasks[name])
+        say(f"{name}: {reach[name]['winnable']}/{len(tasks[name])} episodes winnable in {max_turns} turns "
+            f"(longest reference plan {reach[name]['longest_plan']})")
     chosen, screening = ls.select_external(model, max_new_tokens=rg_max_new_tokens, seed=seed + 1,
                                            screen_episodes=screen_episodes, say=say)
     tasks["external"] = ls.external_tasks(chosen, external_episodes)
@@ -185,6 +191,8 @@ def run_learning_bench(*, out_dir: str | Path, model: str = "default", preset: s
     sets = figures(after)
     for name in SETS:
         sets[name]["envs"] = envs.get(name) or sorted({t.env_id for t in tasks[name]})
+        if name in reach:
+            sets[name]["reference_plans"] = reach[name]
     rows = _read_rows(sp_summary["metrics"])
     h0 = sets["heldout_level0"]
     met = [n for n in ("external", "heldout_level1") if tasks[n] and sets[n]["delta"] >= TARGET_DELTA

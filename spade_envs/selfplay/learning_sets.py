@@ -10,6 +10,8 @@ call), so learning the answer format is told apart from solving.
   environment of the held-out split (:func:`spade_envs.evals.splits.is_heldout`) that has
   a level ``k`` (``levels_of(source)[k]``: level 0 is the easiest ``difficulty``; an
   environment without a ladder has level 0 only), episodes from seed 70000;
+  :func:`winnable` counts the episodes whose reference plan fits the turn budget (a
+  harness check: a set of episodes no agent can win within its turns measures nothing);
 - **external** (:func:`select_external`): reasoning-gym tasks at their easy settings
   (reasoning-gym's defaults), chosen by a rule applied here, never by hand: among the
   tasks of the RG split whose prompts fit :data:`EXTERNAL_PROMPT_CHARS` characters, those
@@ -69,6 +71,30 @@ def heldout_tasks(level: int, n_episodes: int, max_turns: int) -> tuple[list[Any
         tasks += [PlayTask(env_id=str(rec.env_id), seed=EPISODE_SEED0 + i, max_turns=max_turns, kwargs=dict(kw))
                   for i in range(per_env)]
     return tasks, envs
+
+
+def reference_turns(task: Any) -> int | None:
+    """Turns the reference solution of ``task`` takes (``solution_actions()`` after reset;
+    None when the environment publishes none)."""
+    import gymnasium as gym
+
+    env = gym.make(task.env_id, env_kwargs=dict(task.kwargs or {}))
+    try:
+        env.reset(seed=task.seed)
+        return len(env.unwrapped.solution_actions())
+    except Exception:  # an environment without a reference plan
+        return None
+    finally:
+        env.close()
+
+
+def winnable(tasks: list[Any]) -> dict[str, Any]:
+    """How many of ``tasks`` have a reference plan within their ``max_turns``, and the
+    longest plan seen (unknown plans are counted apart)."""
+    turns = [reference_turns(t) for t in tasks]
+    known = [(n, t.max_turns) for n, t in zip(turns, tasks) if n is not None]
+    return {"episodes": len(tasks), "winnable": sum(n <= m for n, m in known),
+            "unknown": len(tasks) - len(known), "longest_plan": max((n for n, _ in known), default=None)}
 
 
 def external_candidates(prompt_chars: int = EXTERNAL_PROMPT_CHARS, screen_episodes: int = SCREEN_EPISODES) -> list[Any]:
