@@ -148,3 +148,14 @@ def test_main_job_table_reports_every_set() -> None:
     text = plain_summary({"registered": 0, "generations": []}, rows, compare)
     assert "share accepted was 50%" in text and "frontier band" in text and "25%" in text
     assert "level 1 (no answer stated) set (4 episodes) it won 0.0% before and 0.0% after" in text
+
+
+def test_heldout_turn_budget_lets_every_episode_be_won() -> None:
+    """At the evaluation turn budget every held-out reference plan fits; at 2 turns some
+    level-1 episodes could be won by no agent (the budget the bench used to play)."""
+    t1, _ = ls.heldout_tasks(1, 12, max_turns=ls.EVAL_MAX_TURNS)
+    reach = ls.winnable(t1)
+    assert reach["unknown"] == 0 and reach["winnable"] == len(t1)
+    assert reach["longest_plan"] <= ls.EVAL_MAX_TURNS
+    short = ls.winnable(ls.heldout_tasks(1, 12, max_turns=2)[0])
+    assert short["winnable"] < len(t1)

@@ -10,8 +10,9 @@ read off, and better than training on fixed environments?
 3. **self-play**: ``spade selfplay`` (``cpu-smol`` with :data:`BENCH_OVERRIDES`) on the
    train split, in a private registry under the bench's folder, for at most
    ``train_budget_s`` seconds of rounds, with the turn budget it is evaluated with
-   (``max_turns``, 4: every held-out reference plan at levels 0 and 1 fits; each set
-   reports ``reference_plans``, how many of its episodes are winnable in that budget);
+   (``max_turns``, :data:`.learning_sets.EVAL_MAX_TURNS`: every held-out reference plan
+   at levels 0 and 1 fits; each held-out set reports ``reference_plans``, how many of
+   its episodes are winnable in that budget);
 4. **fixed-environment baseline**: the same agent, preset, GRPO settings and number of
    rounds with the designer off (``designer="off"``: the train split's seeds only, no
    proposals, no designer steps), in its own registry;
@@ -125,7 +126,7 @@ def _train(cfg: Any, budget_s: float | None, say: Callable[[str], None]) -> tupl
 def run_learning_bench(*, out_dir: str | Path, model: str = "default", preset: str = "cpu-smol",
                        heldout_episodes: int = 48, external_episodes: int = ls.EXTERNAL_EPISODES,
                        screen_episodes: int = ls.SCREEN_EPISODES, train_budget_s: float = 900.0, rounds: int = 50,
-                       max_turns: int = 4, max_new_tokens: int = 48, rg_max_new_tokens: int = 64, seed: int = 0,
+                       max_turns: int = ls.EVAL_MAX_TURNS, max_new_tokens: int = 48, rg_max_new_tokens: int = 64, seed: int = 0,
                        baseline: bool = True, overrides: dict[str, Any] | None = None,
                        say: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
     """Run the bench (module docstring); returns the ``bench learning`` JSON object."""

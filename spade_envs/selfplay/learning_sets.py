@@ -34,6 +34,9 @@ EXTERNAL_BAND = (0.05, 0.60)
 EXTERNAL_PROMPT_CHARS = 1000  #: the prompt (SPADE's wrapper included) of every screened entry fits this
 SCREEN_EPISODES = 4
 EXTERNAL_EPISODES = 400
+#: turns per held-out episode when a model is evaluated (the bench, the main job's table):
+#: every reference plan of the held-out split at levels 0 and 1 fits (the longest takes 4)
+EVAL_MAX_TURNS = 4
 
 
 @dataclass

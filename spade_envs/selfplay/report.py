@@ -26,10 +26,13 @@ def compare_sets(episodes: int, max_turns: int) -> dict[str, list[Any]]:
     """The main job's sets: the held-out split at level 0 and at level 1 (``episodes`` each)
     and an external sample: the first ``episodes`` reasoning-gym tasks at easy settings
     that pass the external set's prompt rule (SPADE's order), one entry each (not screened:
-    the bench's external set, ``spade bench learning``, is chosen by the screening rule)."""
+    the bench's external set, ``spade bench learning``, is chosen by the screening rule).
+    Held-out episodes get at least :data:`.learning_sets.EVAL_MAX_TURNS` turns, so every
+    one of them can be won (a training run's ``max_turns`` may be shorter)."""
     from . import learning_sets as ls
 
-    out = {f"heldout_level{k}": ls.heldout_tasks(k, episodes, max_turns)[0] for k in (0, 1)}
+    turns = max(max_turns, ls.EVAL_MAX_TURNS)
+    out = {f"heldout_level{k}": ls.heldout_tasks(k, episodes, turns)[0] for k in (0, 1)}
     try:
         out["external"] = ls.rg_tasks(ls.external_candidates(screen_episodes=1)[:episodes], 1, ls.EXTERNAL_SEED0)
     except Exception as exc:  # reasoning-gym missing: the held-out sets still run
