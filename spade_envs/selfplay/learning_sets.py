@@ -158,10 +158,12 @@ def select_external(model: str, *, max_new_tokens: int, seed: int, screen_episod
     results = play(model, plays, max_new_tokens=max_new_tokens, seed=seed, say=say)
     table, chosen = [], []
     for k, t in enumerate(candidates):
-        wins = sum(o.won for o in results[k * screen_episodes:(k + 1) * screen_episodes])
+        outs = results[k * screen_episodes:(k + 1) * screen_episodes]
+        wins = sum(o.won for o in outs)
         rate = wins / screen_episodes
         keep = band[0] <= rate <= band[1]
-        table.append({"task": t.task_id, "wins": wins, "episodes": screen_episodes, "rate": rate, "chosen": keep})
+        table.append({"task": t.task_id, "wins": wins, "formatted": sum(o.formatted for o in outs),
+                      "episodes": screen_episodes, "rate": rate, "chosen": keep})
         if keep:
             chosen.append(t)
     return chosen, table
