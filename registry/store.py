@@ -40,48 +40,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..errors import QuarantinedError, RegistryError, RegistryFormatError, UnknownEnvironmentError
-from .catalog import EnvRecord
+from ..errors import RegistryError, RegistryFormatError, UnknownEnvironmentError
 from .ids import EnvId, parse_env_id
 from .migrations import APPLICATION_ID, FIRST_STORE_SEQ, MIGRATIONS, SCHEMA_VERSION
-from .store_damage import StoreConnection, corrupt_error, move_aside, repair_hint  # noqa: F401 - re-exported
+from .store_damage import (StoreConnection, check_header, corrupt_error, move_aside,  # noqa: F401 - re-exported
+                           repair_hint, unwritable)
 from .paths import DB_NAME, default_path, spade_home  # noqa: F401 - re-exported
-from .rows import STATUSES, AddResult, record_from_row, row_values, seed_by_sha
+from .store_reads import StoreReads
+from .rows import STATUSES, AddResult, row_values, seed_by_sha
 
 BUSY_TIMEOUT_S = 60.0
-_SQLITE_MAGIC = b"SQLite format 3\x00"
-#: SQLite's result codes (``sqlite3.Error.sqlite_errorname``, primary part) of a store
-#: that exists but cannot be written or opened now: not damage, so never "repair" it
-_UNWRITABLE = frozenset({"SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_IOERR", "SQLITE_BUSY", "SQLITE_LOCKED",
-                         "SQLITE_PERM", "SQLITE_AUTH"})
-
-
-def _unwritable(exc: sqlite3.Error) -> bool:
-    """Whether ``exc`` says the store cannot be used now (locked, read-only, no access)
-    rather than that it is damaged; by SQLite's result code, never the message text."""
-    name = getattr(exc, "sqlite_errorname", None) or ""
-    return "_".join(name.split("_")[:2]) in _UNWRITABLE  # SQLITE_READONLY_DBMOVED -> SQLITE_READONLY
-
-
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def _check_header(path: Path) -> None:
-    """Refuse a non-empty file that is not an SQLite database before SQLite touches it."""
-    try:
-        size = path.stat().st_size
-    except OSError:  # missing, or a parent is not a folder: opening reports it
-        return
-    if size == 0:
-        return
-    with open(path, "rb") as fh:
-        head = fh.read(len(_SQLITE_MAGIC))
-    if head != _SQLITE_MAGIC or size < 512:
-        raise RegistryFormatError(
-            f"{path} is not a spade registry (not an SQLite database, or a corrupt one); {repair_hint(path)}",
-            kind="corrupt",
-        )
 
 
 def _folder_error(folder: Path, exc: OSError) -> str:
@@ -91,7 +61,7 @@ def _folder_error(folder: Path, exc: OSError) -> str:
     return f"cannot create {folder}: {exc.strerror or exc}; point SPADE_HOME at a writable folder"
 
 
-class Registry:
+class Registry(StoreReads):
     """A connection to one store file. Use :meth:`open`; close with :meth:`close` or ``with``."""
 
     def __init__(self, conn: sqlite3.Connection, path: Path, readonly: bool) -> None:
@@ -109,7 +79,7 @@ class Registry:
         p = Path(path) if path is not None else default_path()
         if not p.exists() and (readonly or not create):
             raise RegistryError(f"no registry store at {p}")
-        _check_header(p)
+        check_header(p)
         if not readonly:
             try:
                 p.parent.mkdir(parents=True, exist_ok=True)
@@ -129,7 +99,7 @@ class Registry:
             reg._prepare(create=create and not readonly, migrate=not readonly)
         except sqlite3.DatabaseError as exc:
             conn.close()
-            if _unwritable(exc):
+            if unwritable(exc):
                 raise RegistryError(f"cannot use the registry store {p}: {exc}") from None
             raise corrupt_error(p, str(exc)) from None
         except BaseException:
@@ -215,7 +185,7 @@ class Registry:
         except BaseException as exc:
             if self._conn.in_transaction:
                 self._conn.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.OperationalError) and _unwritable(exc):
+            if isinstance(exc, sqlite3.OperationalError) and unwritable(exc):
                 raise self._write_error(exc) from None
             raise
         try:
@@ -421,120 +391,3 @@ class Registry:
         with self.transaction() as conn:
             conn.execute(f"UPDATE envs SET {', '.join(f'{k} = ?' for k in sets)} WHERE seq = ? AND version = ?",
                          [*sets.values(), rec.env_id.seq, rec.env_id.version])
-
-    # -- reading ---------------------------------------------------------------------
-    _SELECT = "SELECT envs.*, sources.source FROM envs JOIN sources USING (sha256)"
-
-    def _query(self, sql: str, args: Iterable[Any] = ()) -> list[EnvRecord]:
-        cur = self._conn.execute(sql, tuple(args))
-        names = [d[0] for d in cur.description]
-        return [record_from_row(dict(zip(names, row))) for row in cur]
-
-    def get(self, env_id: str | EnvId, version: int | None = None) -> EnvRecord:
-        """The entry for ``env_id`` (an explicit version, or :meth:`latest`). Raises
-        :class:`UnknownEnvironmentError` when missing or quarantined (naming the reason)."""
-        eid = parse_env_id(env_id) if isinstance(env_id, str) else env_id
-        if version is not None:
-            eid = eid.with_version(version)
-        if eid.version is None:
-            return self.latest(eid)
-        recs = self._query(f"{self._SELECT} WHERE seq = ? AND version = ?", (eid.seq, eid.version))
-        if not recs:
-            raise UnknownEnvironmentError(f"no environment {eid} in the store; `spade registry list` shows what exists")
-        if recs[0].status == "quarantined":
-            raise QuarantinedError(f"{eid} is quarantined: {recs[0].metadata.get('status_reason') or 'no reason given'}")
-        return recs[0]
-
-    def latest(self, env_id: str | EnvId) -> EnvRecord:
-        """Highest active version of ``env_id``; else its highest deprecated version."""
-        eid = parse_env_id(env_id) if isinstance(env_id, str) else env_id
-        recs = self._query(
-            f"{self._SELECT} WHERE seq = ? AND status != 'quarantined' "
-            "ORDER BY status = 'active' DESC, version DESC LIMIT 1", (eid.seq,))
-        if recs:
-            return recs[0]
-        if self._conn.execute("SELECT 1 FROM envs WHERE seq = ?", (eid.seq,)).fetchone():
-            raise QuarantinedError(f"every version of {eid.base} is quarantined")
-        raise UnknownEnvironmentError(f"no environment {eid.base} in the store; `spade registry list` shows what exists")
-
-    def versions(self, env_id: str | EnvId) -> list[EnvRecord]:
-        eid = parse_env_id(env_id) if isinstance(env_id, str) else env_id
-        return self._query(f"{self._SELECT} WHERE seq = ? ORDER BY version", (eid.seq,))
-
-    def list(self, *, generation: int | None = None, skill: str | None = None, status: str | None = None,
-             tags: Iterable[str] | None = None, seeds: bool = False) -> list[EnvRecord]:
-        """Entries ordered by (seq, version), filtered; ``seeds=True`` puts the package's
-        seed suite (generation 0) first."""
-        where, args = [], []
-        for col, val in (("generation", generation), ("skill", skill), ("status", status)):
-            if val is not None:
-                where.append(f"{col} = ?")
-                args.append(val)
-        sql = self._SELECT + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY seq, version"
-        recs = self._query(sql, args)
-        if seeds:
-            from .catalog import seed_records
-
-            recs = [r for r in seed_records() if (generation in (None, 0) and skill in (None, r.skill)
-                                                  and status in (None, r.status))] + recs
-        if tags:
-            want = set(tags)
-            recs = [r for r in recs if want & set(r.metadata.get("tags") or [])]
-        return recs
-
-    def registration_rows(self) -> list[tuple[int, int, int | None]]:
-        """(seq, version, max_episode_steps) of every loadable (non-quarantined) entry;
-        reads only the covering index."""
-        return self._conn.execute(
-            "SELECT seq, version, max_episode_steps FROM envs INDEXED BY envs_registration "
-            "WHERE status IN ('active', 'deprecated')").fetchall()
-
-    def registration_rows_of(self, *seqs: int) -> list[tuple[int, int, int | None]]:
-        """:meth:`registration_rows` and :meth:`alias_rows` of these sequence numbers only."""
-        out: list[tuple[int, int, int | None]] = []
-        for seq in seqs:
-            out += self._conn.execute(
-                "SELECT seq, version, max_episode_steps FROM envs INDEXED BY envs_registration "
-                "WHERE status IN ('active', 'deprecated') AND seq = ?", (seq,)).fetchall()
-            out += self._conn.execute(
-                "SELECT old_seq, old_version, NULL FROM aliases WHERE old_seq = ? AND NOT EXISTS "
-                "(SELECT 1 FROM envs WHERE envs.seq = aliases.old_seq)", (seq,)).fetchall()
-        return out
-
-    def size_hint(self) -> int:
-        """An upper bound of the number of rows (O(log n): the largest rowid)."""
-        return int(self._conn.execute("SELECT coalesce(max(rowid), 0) FROM envs").fetchone()[0])
-
-    def alias_rows(self) -> list[tuple[int, int, int | None]]:
-        """(old seq, old version, None) of aliases whose old sequence number names no
-        entry any more: Gymnasium ids that stay makeable after a pull renumbered them
-        (an alias under a sequence number the remote now uses is left out of Gymnasium,
-        whose versionless lookup would pick it over the published entry)."""
-        return self._conn.execute(
-            "SELECT old_seq, old_version, NULL FROM aliases WHERE NOT EXISTS "
-            "(SELECT 1 FROM envs WHERE envs.seq = aliases.old_seq)").fetchall()
-
-    def next_generation(self) -> int:
-        """The generation number a new self-play round should use (1 + the newest)."""
-        return (self._conn.execute("SELECT max(generation) FROM envs").fetchone()[0] or 0) + 1
-
-    def stats(self) -> dict[str, Any]:
-        """Counts by status, generation and skill (store only; seeds counted apart)."""
-        from .catalog import seed_records
-
-        q = self._conn.execute
-
-        def group(col: str) -> dict[str, int]:
-            return {str(k): n for k, n in q(f"SELECT {col}, count(*) FROM envs GROUP BY {col} ORDER BY {col}")}
-
-        total, envs = q("SELECT count(*), count(DISTINCT seq) FROM envs").fetchone()
-        regret = q("SELECT avg(regret), avg(win_rate_plain) FROM envs WHERE status = 'active'").fetchone()
-        return {
-            "path": str(self.path), "schema_version": SCHEMA_VERSION, "seeds": len(seed_records()),
-            "versions": total, "environments": envs, "by_status": group("status"),
-            "by_generation": group("generation"), "by_skill": group("coalesce(skill, '')"),
-            "mean_regret": regret[0], "mean_win_rate_plain": regret[1],
-        }
-
-    def integrity_check(self) -> str:
-        return self._conn.execute("PRAGMA integrity_check").fetchone()[0]

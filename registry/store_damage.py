@@ -4,7 +4,9 @@ Every connection of :class:`~.store.Registry` is a :class:`StoreConnection`, who
 turn SQLite's corruption errors (``SQLITE_CORRUPT``, ``SQLITE_NOTADB``), whenever a query
 meets them, into one :class:`~spade_envs.errors.RegistryFormatError` that names the file
 and the command that fixes it (:func:`repair_hint`); other errors (locks, constraints)
-pass unchanged. :func:`move_aside` is what ``spade registry repair`` does to a corrupt
+pass unchanged. :func:`check_header` refuses a file that is not an SQLite database before
+SQLite opens it; :func:`unwritable` tells a store that cannot be used now (locked,
+read-only) from a damaged one, by SQLite's result code. :func:`move_aside` is what ``spade registry repair`` does to a corrupt
 file: rename it, with its ``-wal``/``-shm`` files, next to itself; nothing is deleted.
 """
 
@@ -17,6 +19,37 @@ from typing import Any
 
 from ..errors import RegistryFormatError
 from .paths import default_path
+
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+#: SQLite's result codes (``sqlite3.Error.sqlite_errorname``, primary part) of a store
+#: that exists but cannot be written or opened now: not damage, so never "repair" it
+_UNWRITABLE = frozenset({"SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_IOERR", "SQLITE_BUSY", "SQLITE_LOCKED",
+                         "SQLITE_PERM", "SQLITE_AUTH"})
+
+
+def unwritable(exc: sqlite3.Error) -> bool:
+    """Whether ``exc`` says the store cannot be used now (locked, read-only, no access)
+    rather than that it is damaged; by SQLite's result code, never the message text."""
+    name = getattr(exc, "sqlite_errorname", None) or ""
+    return "_".join(name.split("_")[:2]) in _UNWRITABLE  # SQLITE_READONLY_DBMOVED -> SQLITE_READONLY
+
+
+def check_header(path: Path) -> None:
+    """Refuse a non-empty file that is not an SQLite database before SQLite touches it."""
+    try:
+        size = path.stat().st_size
+    except OSError:  # missing, or a parent is not a folder: opening reports it
+        return
+    if size == 0:
+        return
+    with open(path, "rb") as fh:
+        head = fh.read(len(_SQLITE_MAGIC))
+    if head != _SQLITE_MAGIC or size < 512:
+        raise RegistryFormatError(
+            f"{path} is not a spade registry (not an SQLite database, or a corrupt one); {repair_hint(path)}",
+            kind="corrupt",
+        )
 
 
 def repair_hint(path: Path) -> str:

@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 from spade_envs.errors import EnvExecutionError, EnvProgramError
-from spade_envs.sandbox import guards, vetted
+from spade_envs.sandbox import class_guards, guards, own, vetted
 from spade_envs.sandbox.prelude import IMPORTABLE, build_modules
 from spade_envs.sandbox.restricted import RestrictedLoader
 
@@ -74,17 +74,17 @@ def test_laundering_helpers_refuse(loader, body, needle):
 def test_dataclass_refuses_crafted_field_names():
     """Defence in depth: even an own class with a crafted annotation key is refused."""
     crafted = type("Crafted", (), {"__annotations__": {"a=__import__('os')": int}})
-    guards.OWN_CLASSES.add(crafted)
+    own.OWN_CLASSES.add(crafted)
     try:
         with pytest.raises(guards.SandboxViolation, match="plain identifier"):
             vetted.dataclass(crafted)
     finally:
-        guards.OWN_CLASSES.discard(crafted)
+        own.OWN_CLASSES.discard(crafted)
 
 
 def test_class_namespace_may_not_bind_other_dunders():
     with pytest.raises(guards.SandboxViolation, match="__reduce_ex__"):
-        guards.build_class("K", (object,), {"__module__": "m", "__qualname__": "K", "__reduce_ex__": lambda s, p: 0})
+        class_guards.build_class("K", (object,), {"__module__": "m", "__qualname__": "K", "__reduce_ex__": lambda s, p: 0})
 
 
 def test_sandbox_type_is_not_a_metaclass(loader):

@@ -3,9 +3,9 @@
 ``a.b`` becomes ``_getattr_(a, "b")``, ``a.b = v`` becomes ``_write_(a).b = v``; this
 module decides, per object:
 
-- *own* objects are instances of classes the program defined (registered by
-  :func:`build_class`, the ``__metaclass__`` hook RestrictedPython puts on every class
-  statement), those classes themselves, and ``super()`` proxies over them. Their
+- *own* objects (:mod:`.own`) are instances of classes the program defined (registered
+  by :data:`.class_guards.build_class`, the ``__metaclass__`` hook RestrictedPython puts
+  on every class statement), those classes themselves, and ``super()`` proxies over them. Their
   single-underscore attributes are readable and writable (``self._answer``), and a few
   dunders (:data:`~.policy.ALLOWED_DUNDER_READS`) readable.
 - *foreign* objects (modules copies, builtins, library objects) expose only public
@@ -17,10 +17,9 @@ module decides, per object:
 - ``type`` is :data:`type_function`: ``type(x)`` of an instance is its class, but it
   never hands out a metaclass (``type(int)`` is ``type_function`` itself) and refuses
   three-argument class creation; ``isinstance(x, type)`` still works.
-- classes the program defines (:func:`build_class`) may bind only the dunders the policy
-  allows; their ``__getattr__`` never answers dunder names, and numpy's array protocols
-  (:data:`ARRAY_PROTOCOL`) are blocked on them, so a sandboxed object cannot hand numpy
-  an ``__array_interface__`` (raw memory) or take over ufunc/function dispatch.
+- classes the program defines are checked and sealed by :mod:`.class_guards` (only the
+  dunders the policy allows; no ``__array_interface__`` for numpy; a ``__getattr__``
+  that never answers dunder names).
 
 A refused access raises :class:`SandboxViolation`; the worker reports an environment
 that let one escape with ``EnvExecutionError(kind="security")``.
@@ -38,24 +37,15 @@ from typing import Any
 from RestrictedPython.Guards import safe_builtins
 from RestrictedPython.PrintCollector import PrintCollector
 
+from .class_guards import build_class
 from .dunders import ALLOWED_DUNDER_DEFS
+from .own import OWN_CLASSES, TRUSTED_BASES, SandboxViolation, _is_own
 
 try:  # string.Formatter internals: the C splitter of "a.b[c]" field names
     from _string import formatter_field_name_split
 except ImportError:  # pragma: no cover
     formatter_field_name_split = None
 
-
-class SandboxViolation(Exception):
-    """Sandboxed code tried something the policy forbids."""
-
-
-#: classes the sandboxed program created (own classes); maintained by build_class
-OWN_CLASSES: set[type] = set()
-#: trusted base classes whose private/dunder *reads* are allowed (never writes)
-TRUSTED_BASES: set[type] = set()
-#: the list of own classes of the session currently running (for cleanup on close)
-_current_session_classes: list[list[type]] = [[]]
 
 _ANY_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__"})
 _OWN_DUNDERS = ALLOWED_DUNDER_DEFS | _ANY_DUNDERS | {"__module__"}
@@ -81,22 +71,6 @@ GUARDED_PUBLIC_NAMES = _SPECIAL | frozenset(
 WRITABLE_CONTAINERS: set[type] = {
     list, dict, set, bytearray, collections.deque, collections.OrderedDict, collections.defaultdict, collections.Counter
 }
-
-
-def is_own(obj: Any) -> bool:
-    """Whether ``obj`` is the program's: an own class, an instance of one, or ``super()``
-    over one."""
-    return _is_own(obj)
-
-
-def _is_own(obj: Any) -> bool:
-    cls = type(obj)
-    if cls in OWN_CLASSES:
-        return True
-    if cls is super:
-        owner = getattr(obj, "__self__", None)
-        return type(owner) in OWN_CLASSES or owner in OWN_CLASSES
-    return isinstance(obj, type) and obj in OWN_CLASSES
 
 
 def guarded_getattr(obj: Any, name: str, *default: Any) -> Any:
@@ -279,156 +253,6 @@ def methodcaller(name: str, /, *args: Any, **kwargs: Any):
     return lambda obj: guarded_getattr(obj, name)(*args, **kwargs)
 
 
-# -- classes -------------------------------------------------------------------------------
-ALLOWED_BASES: set[type] = {object, dict, list, set, frozenset, tuple, str, int, float, Exception, BaseException}
-ALLOWED_BASES |= {v for v in vars(builtins).values() if isinstance(v, type) and issubclass(v, BaseException)}
-
-
-def _winner(bases: tuple) -> type:
-    meta = type
-    for b in bases:
-        m = type(b)
-        if issubclass(m, meta):
-            meta = m
-        elif not issubclass(meta, m):
-            raise TypeError("metaclass conflict among the bases")
-    return meta
-
-
-#: numpy's array protocols: never answerable by the program's objects
-ARRAY_PROTOCOL = (
-    "__array__", "__array_interface__", "__array_struct__", "__array_priority__", "__array_function__",
-    "__array_ufunc__", "__array_wrap__", "__array_finalize__", "__array_prepare__", "__dlpack__",
-    "__dlpack_device__", "__buffer__", "__release_buffer__",
-)
-#: what a class body may bind besides the dunder methods the policy allows
-_CLASS_NAMESPACE_EXTRA = frozenset(
-    {"__module__", "__qualname__", "__doc__", "__annotations__", "__classcell__", "__orig_bases__"}
-)
-
-
-class _Blocked:
-    """A data descriptor that makes an attribute absent on the class and its instances
-    (it wins over the instance ``__dict__``) and refuses to be set."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __get__(self, obj: Any, owner: Any = None) -> Any:
-        raise AttributeError(self.name)
-
-    def __set__(self, obj: Any, value: Any) -> None:
-        raise SandboxViolation(f"setting '{self.name}' is not allowed in the sandbox")
-
-    def __delete__(self, obj: Any) -> None:
-        raise SandboxViolation(f"deleting '{self.name}' is not allowed in the sandbox")
-
-
-#: protocol methods library code (``copy``) looks up on the *instance*: on own classes
-#: they are always the class's, never an entry the program put in an instance ``__dict__``
-CLASS_ONLY = ("__reduce_ex__", "__reduce__", "__getstate__", "__setstate__")
-
-
-class _ClassOnly:
-    """A data descriptor that resolves ``name`` along the class's MRO, skipping the
-    instance ``__dict__`` (where ``self.__dict__["__reduce_ex__"] = f`` would otherwise
-    hand ``copy`` a reduction that calls setattr on anything)."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __get__(self, obj: Any, owner: Any = None) -> Any:
-        owner = type(obj) if owner is None else owner
-        for klass in owner.__mro__:
-            value = klass.__dict__.get(self.name)
-            if value is not None and type(value) is not _ClassOnly:
-                return value.__get__(obj, owner) if hasattr(value, "__get__") else value
-        raise AttributeError(self.name)
-
-    def __set__(self, obj: Any, value: Any) -> None:
-        raise SandboxViolation(f"setting '{self.name}' is not allowed in the sandbox")
-
-    def __delete__(self, obj: Any) -> None:
-        raise SandboxViolation(f"deleting '{self.name}' is not allowed in the sandbox")
-
-
-_BLOCKERS: dict[str, Any] = {name: _Blocked(name) for name in ARRAY_PROTOCOL}
-_BLOCKERS.update({name: _ClassOnly(name) for name in CLASS_ONLY})
-
-
-def _seal(cls: type) -> None:
-    for name, blocker in _BLOCKERS.items():
-        try:
-            type.__setattr__(cls, name, blocker)
-        except (AttributeError, TypeError):  # pragma: no cover - immutable library type
-            pass
-
-
-def register_class(cls: Any) -> Any:
-    if isinstance(cls, type):
-        _seal(cls)
-        OWN_CLASSES.add(cls)
-        _current_session_classes[0].append(cls)
-    return cls
-
-
-def _guard_getattr_hook(user: Any) -> Any:
-    """Wrap a program's ``__getattr__`` so it never answers dunder names (library code
-    probes protocols such as ``__array_interface__`` or ``__setstate__`` that way)."""
-
-    def __getattr__(self: Any, name: str) -> Any:
-        if name[:2] == "__" and name[-2:] == "__":
-            raise AttributeError(name)
-        return user(self, name)
-
-    __getattr__.__qualname__ = getattr(user, "__qualname__", "__getattr__")
-    return __getattr__
-
-
-def _check_slots(name: str, slots: Any) -> None:
-    """``__slots__`` names plain attributes only (a str, or a tuple/list of str; no dunder
-    slot such as ``__dict__``)."""
-    items = [slots] if type(slots) is str else list(slots) if type(slots) in (tuple, list) else None
-    if items is None or not all(type(i) is str and i.isidentifier() and not (i[:2] == "__" and i[-2:] == "__")
-                                for i in items):
-        raise SandboxViolation(f"class {name}: __slots__ must be a tuple of plain attribute names in the sandbox")
-
-
-def _check_namespace(name: str, namespace: Any) -> None:
-    for key in list(namespace):
-        if type(key) is not str:
-            raise SandboxViolation(f"class {name}: non-string attribute names are not allowed in the sandbox")
-        if key == "__slots__":
-            _check_slots(name, namespace[key])
-        elif key[:2] == "__" and key[-2:] == "__" and key not in ALLOWED_DUNDER_DEFS and key not in _CLASS_NAMESPACE_EXTRA:
-            raise SandboxViolation(f"class {name} may not define '{key}' in the sandbox")
-    user = namespace.get("__getattr__")
-    if user is not None:
-        namespace["__getattr__"] = _guard_getattr_hook(user)
-
-
-class _ClassHook:
-    """The ``__metaclass__`` RestrictedPython puts on every class statement: checks the
-    bases and the class namespace, builds the class with the proper metaclass and
-    registers it as own (sealed against numpy's array protocols)."""
-
-    def __prepare__(self, name: str, bases: tuple, **kwargs: Any):
-        for b in bases:
-            if b not in ALLOWED_BASES and b not in OWN_CLASSES:
-                raise SandboxViolation(f"class {name} may not derive from {getattr(b, '__name__', b)!r} in the sandbox")
-        meta = _winner(bases)
-        return meta.__prepare__(name, bases, **kwargs)
-
-    def __call__(self, name: str, bases: tuple, namespace: dict, **kwargs: Any) -> type:
-        _check_namespace(name, namespace)
-        return register_class(_winner(bases)(name, bases, namespace, **kwargs))
-
-
-build_class = _ClassHook()
 
 
 def safe_builtins_dict() -> dict[str, Any]:

@@ -38,7 +38,7 @@ from types import ModuleType
 from typing import Any
 
 from ..program import ALIAS_MODULES, PRELUDE_MODULES, PRELUDE_NAMES, alias_module_attrs
-from . import guards, vetted
+from . import class_guards, guards, own, vetted
 
 #: modules a program may import (``import x``/``from x import y``)
 IMPORTABLE = frozenset(vetted.ALLOW) - {"__future__"} | {"math_verify", "numpy", *ALIAS_MODULES}
@@ -199,7 +199,7 @@ def _numpy_module() -> SandboxModule | None:
 def _namedtuple_factory(real):
     def namedtuple(*args: Any, **kwargs: Any):
         kwargs.pop("module", None)  # the class belongs to the program
-        return guards.register_class(real(*args, **kwargs))
+        return class_guards.register_class(real(*args, **kwargs))
     return namedtuple
 
 
@@ -221,7 +221,7 @@ class _SandboxEnumType(type(_enum.Enum)):  # type: ignore[misc]
             for key in names:
                 if not isinstance(key, str) or not key.isidentifier() or key.startswith("_"):
                     raise guards.SandboxViolation(f"enum member name {key!r} is not allowed in the sandbox")
-        return guards.register_class(super().__call__(value, names, **kwargs))
+        return class_guards.register_class(super().__call__(value, names, **kwargs))
 
 
 def _enum_module() -> SandboxModule:
@@ -234,7 +234,7 @@ def _enum_module() -> SandboxModule:
             ns["__qualname__"] = name
             bases[name] = _SandboxEnumType(name, (real,), ns)
     for cls in bases.values():
-        guards.ALLOWED_BASES.add(cls)
+        class_guards.ALLOWED_BASES.add(cls)
     return _copy_module("enum", _enum, vetted.ALLOW["enum"], bases)
 
 
@@ -300,8 +300,8 @@ def build_base_namespace() -> dict[str, Any]:
     modules = build_modules()
     builtins_dict = guards.safe_builtins_dict()
     builtins_dict["__import__"] = safe_import(modules)
-    guards.TRUSTED_BASES.add(ToolUseBaseEnv)
-    guards.ALLOWED_BASES.add(ToolUseBaseEnv)
+    own.TRUSTED_BASES.add(ToolUseBaseEnv)
+    class_guards.ALLOWED_BASES.add(ToolUseBaseEnv)
     _allow_library_bases(modules)
     ns: dict[str, Any] = {"__builtins__": builtins_dict, **guards.guard_globals()}
     for name in PRELUDE_MODULES:
@@ -319,7 +319,7 @@ def _allow_library_bases(modules: dict[str, SandboxModule]) -> None:
     import collections
     import typing
 
-    guards.ALLOWED_BASES.update(
+    class_guards.ALLOWED_BASES.update(
         {
             collections.OrderedDict, collections.defaultdict, collections.Counter, collections.deque,
             collections.UserDict, collections.UserList, abc.ABC, typing.Generic,

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..errors import EnvExecutionError, EnvProgramError, SpadeError
 from ..runtime import InProcessSession
-from . import guards
+from . import guards, own
 from .policy import compile_program
 
 
@@ -56,7 +56,7 @@ class RestrictedSession(InProcessSession):
     def forget(self) -> None:
         sys.modules.pop(self.module_name, None)
         for cls in self.classes:
-            guards.OWN_CLASSES.discard(cls)
+            own.OWN_CLASSES.discard(cls)
         self.classes = []
 
 
@@ -92,7 +92,7 @@ class RestrictedLoader:
         namespace["__name__"] = module_name
         sys.modules[module_name] = module
         classes: list[type] = []
-        guards._current_session_classes[0] = classes
+        own._current_session_classes[0] = classes
         try:
             try:
                 exec(code, namespace)  # noqa: S102 - restricted code object
@@ -114,7 +114,7 @@ class RestrictedLoader:
                 raise security_kind(exc) from None
         except BaseException:
             for c in classes:
-                guards.OWN_CLASSES.discard(c)
+                own.OWN_CLASSES.discard(c)
             sys.modules.pop(module_name, None)
             raise
         session.classes = classes

@@ -22,7 +22,7 @@ import functools
 import keyword
 from typing import Any
 
-from . import guards
+from . import class_guards, guards, own
 
 #: module name -> names a program may use (whitespace-separated)
 ALLOW: dict[str, str] = {
@@ -158,7 +158,7 @@ def update_wrapper(wrapper: Any, wrapped: Any, assigned: Any = None, updated: An
     refused (with them the real one is an unguarded getattr/setattr of any names)."""
     if assigned is not None or updated is not None:
         raise guards.SandboxViolation("update_wrapper()/wraps() take no assigned= or updated= in the sandbox")
-    if not (type(wrapper) is _FunctionType or guards.is_own(wrapper)):
+    if not (type(wrapper) is _FunctionType or own.is_own(wrapper)):
         raise guards.SandboxViolation("update_wrapper()/wraps() only update the program's own functions")
     for name in _WRAPPER_NAMES:
         try:
@@ -181,7 +181,7 @@ def wraps(wrapped: Any, assigned: Any = None, updated: Any = None) -> Any:
 
 
 def _own_class(cls: Any, what: str) -> type:
-    if not (isinstance(cls, type) and cls in guards.OWN_CLASSES):
+    if not (isinstance(cls, type) and cls in own.OWN_CLASSES):
         raise guards.SandboxViolation(f"{what} only applies to the program's own classes in the sandbox")
     return cls
 
@@ -206,7 +206,7 @@ def dataclass(cls: Any = None, /, **kwargs: Any) -> Any:
         _check_field_names(_own_class(c, "dataclass()"))
         out = _real_dataclass(c, **kwargs)
         if out is not c:  # slots=True builds a new class
-            guards.register_class(out)
+            class_guards.register_class(out)
         return out
 
     return wrap if cls is None else wrap(cls)
