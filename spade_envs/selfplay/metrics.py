@@ -98,6 +98,7 @@ class MetricsLogger:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.ticker import MaxNLocator
 
         fig, axes = plt.subplots(2, 3, figsize=(13, 6.5))
         for ax, (title, curves) in zip(axes.flat, PLOTTED):
@@ -109,8 +110,11 @@ class MetricsLogger:
                 ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
             elif len(curves) > 1:
                 ax.legend(fontsize=7)
+            else:
+                ax.set_ylabel(curves[0][1], fontsize=8)
             ax.set_title(title, fontsize=10)
             ax.set_xlabel("round")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # rounds are whole numbers
         fig.tight_layout()
         path = self.out_dir / "metrics.png"
         fig.savefig(path, dpi=80)
