@@ -83,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--preset", default="cpu-smol")
     ap.add_argument("--tasks", type=int, default=4, help="tasks (episode seeds) per environment and level")
     ap.add_argument("--group", type=int, default=4, help="plays per task (a GRPO group)")
-    ap.add_argument("--levels", type=level_set, default="0,1", help="comma-separated difficulty levels ('all': every level)")
+    ap.add_argument("--levels", type=level_set, default="0,1",
+                    help="comma-separated difficulty levels ('all': every level)")
     ap.add_argument("--max-turns", type=int, default=4)
     ap.add_argument("--max-new-tokens", type=int, default=48)
     ap.add_argument("--json", action="store_true")

@@ -6,8 +6,9 @@ meets them, into one :class:`~spade_envs.errors.RegistryFormatError` that names 
 and the command that fixes it (:func:`repair_hint`); other errors (locks, constraints)
 pass unchanged. :func:`check_header` refuses a file that is not an SQLite database before
 SQLite opens it; :func:`unwritable` tells a store that cannot be used now (locked,
-read-only) from a damaged one, by SQLite's result code. :func:`move_aside` is what ``spade registry repair`` does to a corrupt
-file: rename it, with its ``-wal``/``-shm`` files, next to itself; nothing is deleted.
+read-only) from a damaged one, by SQLite's result code. :func:`move_aside` is what
+``spade registry repair`` does to a corrupt file: rename it, with its ``-wal``/``-shm``
+files, next to itself; nothing is deleted.
 """
 
 from __future__ import annotations

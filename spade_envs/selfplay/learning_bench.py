@@ -126,7 +126,8 @@ def _train(cfg: Any, budget_s: float | None, say: Callable[[str], None]) -> tupl
 def run_learning_bench(*, out_dir: str | Path, model: str = "default", preset: str = "cpu-smol",
                        heldout_episodes: int = 48, external_episodes: int = ls.EXTERNAL_EPISODES,
                        screen_episodes: int = ls.SCREEN_EPISODES, train_budget_s: float = 900.0, rounds: int = 50,
-                       max_turns: int = ls.EVAL_MAX_TURNS, max_new_tokens: int = 48, rg_max_new_tokens: int = 64, seed: int = 0,
+                       max_turns: int = ls.EVAL_MAX_TURNS, max_new_tokens: int = 48, rg_max_new_tokens: int = 64,
+                       seed: int = 0,
                        baseline: bool = True, overrides: dict[str, Any] | None = None,
                        say: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
     """Run the bench (module docstring); returns the ``bench learning`` JSON object."""
