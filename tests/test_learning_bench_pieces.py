@@ -159,3 +159,21 @@ def test_heldout_turn_budget_lets_every_episode_be_won() -> None:
     assert reach["longest_plan"] <= ls.EVAL_MAX_TURNS
     short = ls.winnable(ls.heldout_tasks(1, 12, max_turns=2)[0])
     assert short["winnable"] < len(t1)
+
+
+@pytest.mark.parametrize("setting, needle", [
+    ("SPADE_BENCH_EPISODES=abc", "SPADE_BENCH_EPISODES must be a whole number of at least 1, got 'abc'"),
+    ("SPADE_BENCH_SCREEN=0", "SPADE_BENCH_SCREEN must be a whole number of at least 1"),
+    ("SPADE_BENCH_TRAIN_S=nan", "SPADE_BENCH_TRAIN_S must be a number of at least 0"),
+    ("SPADE_BENCH_SEED_LEVELS=all", "SPADE_BENCH_SEED_LEVELS must be one of default, easiest, ladder"),
+])
+def test_bad_bench_settings_are_refused_before_anything_runs(monkeypatch, tmp_path, setting, needle) -> None:  # noqa: ANN001
+    from spade_envs.selfplay import learning_bench
+    from spade_envs.selfplay.config import SelfPlayConfigError
+
+    name, value = setting.split("=")
+    monkeypatch.setenv(name, value)
+    monkeypatch.setenv("SPADE_BENCH_OUT", str(tmp_path / "out"))
+    monkeypatch.setattr(learning_bench, "run_learning_bench", lambda **kw: pytest.fail("ran with a bad setting"))
+    with pytest.raises(SelfPlayConfigError, match=needle.replace("(", r"\(")):
+        learning_bench.run()

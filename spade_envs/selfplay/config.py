@@ -44,6 +44,10 @@ GRPO_FIELDS = ("learning_rate", "beta", "epsilon", "epsilon_high", "loss_type", 
                "vllm_server_base_url", "vllm_gpu_memory_utilization", "vllm_importance_sampling_mode")
 
 
+#: the values of :attr:`SelfPlayConfig.seed_levels`
+SEED_LEVELS = ("default", "easiest", "ladder")
+
+
 class SelfPlayConfigError(SpadeError):
     """A self-play configuration is malformed (unknown key, bad value, unreadable file)."""
 
@@ -162,7 +166,7 @@ class SelfPlayConfig:
             raise SelfPlayConfigError(f"replay_share must be in [0, 1], got {self.replay_share}")
         if not 0.0 <= float(self.params_share) <= 1.0:
             raise SelfPlayConfigError(f"params_share must be in [0, 1], got {self.params_share}")
-        if self.seed_levels not in ("default", "easiest", "ladder"):
+        if self.seed_levels not in SEED_LEVELS:
             raise SelfPlayConfigError(f"seed_levels must be default, easiest or ladder, got {self.seed_levels!r}")
         if self.designer_center not in ("none", "skill"):
             raise SelfPlayConfigError(f"designer_center must be none or skill, got {self.designer_center!r}")

@@ -31,7 +31,9 @@ registry environments; the bench checks what each trainer played (``trained_on_e
 900 s), ``SPADE_BENCH_EPISODES`` (held-out episodes per level, 48),
 ``SPADE_BENCH_EXTERNAL`` (external episodes, 400), ``SPADE_BENCH_SCREEN`` (screening
 episodes per reasoning-gym task, 4), ``SPADE_BENCH_MODEL`` (``default``),
-``SPADE_BENCH_BASELINE`` (``1``; ``0`` skips the fixed-environment baseline).
+``SPADE_BENCH_BASELINE`` (``1``; ``0`` skips the fixed-environment baseline),
+``SPADE_BENCH_SEED_LEVELS`` (the train split's levels; the preset's ``easiest`` unless set,
+``ladder`` is every level).
 ``--quick`` is a smoke run (tiny random model, a few episodes, one round; its figures
 mean nothing). Progress lines go to stderr.
 """
@@ -221,9 +223,27 @@ def run_learning_bench(*, out_dir: str | Path, model: str = "default", preset: s
     }
 
 
+def _env_number(name: str, default: str, kind: type = int, minimum: float = 0) -> Any:
+    """``os.environ[name]`` as a ``kind`` of at least ``minimum`` (one clear error otherwise)."""
+    from .config import SelfPlayConfigError
+
+    text = os.environ.get(name, default)
+    try:
+        value = kind(text)
+    except ValueError:
+        value = -1
+    if not value >= minimum:  # too small, or NaN
+        what = "a whole number" if kind is int else "a number"
+        raise SelfPlayConfigError(f"{name} must be {what} of at least {minimum:g}, got {text!r}")
+    return value
+
+
 def run(quick: bool = False) -> dict[str, Any]:
-    """``spade bench learning`` (settings: module docstring)."""
+    """``spade bench learning`` (settings: module docstring); bad settings are refused
+    before anything runs."""
     import sys
+
+    from .config import SEED_LEVELS, SelfPlayConfigError
 
     def say(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
@@ -235,11 +255,19 @@ def run(quick: bool = False) -> dict[str, Any]:
                                     external_episodes=4, screen_episodes=1, train_budget_s=0, rounds=1, max_turns=1,
                                     max_new_tokens=4, rg_max_new_tokens=4, overrides={"tensorboard": False}, say=say)
     else:
+        overrides = dict(BENCH_OVERRIDES)
+        levels = env.get("SPADE_BENCH_SEED_LEVELS")
+        if levels is not None:
+            if levels not in SEED_LEVELS:
+                raise SelfPlayConfigError(f"SPADE_BENCH_SEED_LEVELS must be one of {', '.join(SEED_LEVELS)}, "
+                                          f"got {levels!r}")
+            overrides["seed_levels"] = levels
+        settings = dict(heldout_episodes=_env_number("SPADE_BENCH_EPISODES", "48", minimum=1),
+                        external_episodes=_env_number("SPADE_BENCH_EXTERNAL", str(ls.EXTERNAL_EPISODES), minimum=1),
+                        screen_episodes=_env_number("SPADE_BENCH_SCREEN", str(ls.SCREEN_EPISODES), minimum=1),
+                        train_budget_s=_env_number("SPADE_BENCH_TRAIN_S", "900", float))
         result = run_learning_bench(
-            out_dir=out, model=env.get("SPADE_BENCH_MODEL", "default"), overrides=BENCH_OVERRIDES,
-            heldout_episodes=int(env.get("SPADE_BENCH_EPISODES", "48")),
-            external_episodes=int(env.get("SPADE_BENCH_EXTERNAL", str(ls.EXTERNAL_EPISODES))),
-            screen_episodes=int(env.get("SPADE_BENCH_SCREEN", str(ls.SCREEN_EPISODES))),
-            train_budget_s=float(env.get("SPADE_BENCH_TRAIN_S", "900")),
+            out_dir=out, model=env.get("SPADE_BENCH_MODEL", "default"),
+            overrides=overrides, **settings,
             baseline=env.get("SPADE_BENCH_BASELINE", "1") != "0", say=say)
     return {k: v for k, v in result.items() if k != "bench"}
