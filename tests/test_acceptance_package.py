@@ -169,3 +169,23 @@ def test_the_package_has_no_import_cycle():
     for name in edges:
         visit(name, ())
     assert "pipeline" not in edges["runner"] | edges["single_player_stages"] | edges["game_stages"]
+
+
+def test_compile_stage_says_the_same_for_games_and_single_player_programs() -> None:
+    """One compile check (``runner.compile_or_reject``): a compile-time error that parses
+    (``return`` at module level) fails COMPILE with the message and line, in both lists."""
+    from spade_envs.designer.acceptance import AcceptancePipeline
+    from spade_envs.games import is_multiplayer
+    from spade_envs.registry.catalog import seed_records
+
+    recs = seed_records()
+    game = next(r for r in recs if is_multiplayer(r))
+    single = next(r for r in recs if not is_multiplayer(r))
+    pipeline = AcceptancePipeline()
+    for rec in (game, single):
+        source = rec.source + "\nreturn 1\n"
+        report = pipeline.run(source)
+        line = source.count("\n")
+        assert report.rejected_at == "compile"
+        assert [v.detail for v in report.stages if not v.ok] == [
+            f"does not compile: 'return' outside function (line {line})"]

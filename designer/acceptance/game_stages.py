@@ -46,7 +46,7 @@ from spade_envs.games.runtime import adapt_source
 
 from .context import GameContext, Reject
 from .probes import smoke_actions
-from .runner import Novelty, SizeSyntax, StageCheck
+from .runner import Novelty, SizeSyntax, StageCheck, compile_or_reject
 
 #: illegal moves in game form, played after the single-player smoke actions
 GAME_JUNK = ("\\boxed{-1}", "\\boxed{zzz}", "I resign?", "\\boxed{999 999}", "日本語 ✓")
@@ -72,10 +72,7 @@ class GameCompile(StageCheck):
     settings = ("env_kwargs",)
 
     def check(self, ctx: GameContext) -> str:
-        try:
-            compile(ctx.source, ctx.filename, "exec")
-        except (SyntaxError, ValueError) as exc:
-            raise Reject(f"does not compile: {exc}") from None
+        compile_or_reject(ctx.source, ctx.filename)
         try:
             ctx.game_info = inspect_game(ctx.source, ctx.filename)
         except EnvProgramError as exc:

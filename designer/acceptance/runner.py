@@ -72,6 +72,15 @@ def run_stages(checks: Sequence[StageCheck], ctx: Context, report: AcceptanceRep
     return report
 
 
+def compile_or_reject(code: Any, filename: str) -> None:
+    """Compile ``code`` (source text or a parsed tree) to bytecode, or :class:`Reject` with
+    the compiler's message and line: the COMPILE stage's first check, single-player or game."""
+    try:
+        compile(code, filename, "exec")
+    except (SyntaxError, ValueError) as exc:
+        raise Reject(f"does not compile: {getattr(exc, 'msg', exc)} (line {getattr(exc, 'lineno', '?')})") from None
+
+
 def later_stage(exc: EnvProgramError, order: Sequence[Stage], current: Stage) -> Stage | None:
     """The stage of ``order`` after ``current`` that ``exc`` belongs to, or None (the error
     fails ``current``)."""

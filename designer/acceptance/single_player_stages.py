@@ -24,7 +24,7 @@ from .context import Reject, SingleContext
 from .leak import answer_candidates, find_leak, secrets
 from .probes import Probe, garbage_probes, normalize_answer, smoke_actions
 from .replay import FATAL_KINDS, diff_text, error_text, find_win, short_repr
-from .runner import Novelty, SizeSyntax, StageCheck, later_stage
+from .runner import Novelty, SizeSyntax, StageCheck, compile_or_reject, later_stage
 from .verdicts import NO_REFERENCE, StageVerdict
 
 class Compile(StageCheck):
@@ -35,10 +35,7 @@ class Compile(StageCheck):
     settings = ("env_kwargs",)
 
     def check(self, ctx: SingleContext) -> str:
-        try:
-            compile(ctx.tree, ctx.filename, "exec")
-        except (SyntaxError, ValueError) as exc:
-            raise Reject(f"does not compile: {getattr(exc, 'msg', exc)} (line {getattr(exc, 'lineno', '?')})") from None
+        compile_or_reject(ctx.tree, ctx.filename)
         order = [c.name for c in SINGLE_PLAYER_CHECKS]
         try:
             info = inspect_program(ctx.source, ctx.filename)
