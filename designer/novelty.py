@@ -62,6 +62,10 @@ CODE_SHINGLE = 5
 CODE_THRESHOLD = 0.68
 CODE_THRESHOLD_WITH_TEXT = 0.45
 TEXT_THRESHOLD = 0.6
+#: descriptions this far apart say the two programs play different things: the code rule
+#: alone no longer merges them (unless the code is near-identical, CODE_THRESHOLD_ALONE)
+TEXT_DIFFERENT = 0.1
+CODE_THRESHOLD_ALONE = 0.9
 
 #: names of the program format that are not "identifiers" of one environment
 FORMAT_NAMES = frozenset(
@@ -131,8 +135,15 @@ def normalized_tokens(source: str) -> list[str]:
 _FSTRING_TYPES = {getattr(tokenize, n) for n in ("FSTRING_START", "FSTRING_MIDDLE", "FSTRING_END") if hasattr(tokenize, n)}
 
 
-#: module docstrings that say nothing about the environment (SPADE's save_game_file header)
-_BOILERPLATE_DOCS = frozenset({"spare self-play generated game"})
+#: the header SPADE's ``save_game_file`` writes into every saved game (and its
+#: predecessor SPARE's): it says nothing about the environment, so it (and the
+#: punctuation after it) never counts as the description; words after it do
+_BOILERPLATE_DOC = re.compile(r"^\s*spa[dr]e self-play generated game\b[\s.:;,-]*", re.IGNORECASE)
+
+
+def strip_boilerplate(doc: str) -> str:
+    """A module docstring without SPADE's (or SPARE's) saved-game header."""
+    return _BOILERPLATE_DOC.sub("", doc, count=1)
 
 
 def description_text(source: str) -> str:
@@ -143,7 +154,7 @@ def description_text(source: str) -> str:
         return ""
     module_doc = ast.get_docstring(tree) or ""
     # SPADE writes the same module docstring into every saved game: it describes nothing
-    parts = [] if module_doc.strip().casefold() in _BOILERPLATE_DOCS else [module_doc]
+    parts = [strip_boilerplate(module_doc)]
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
             parts.append(ast.get_docstring(node) or "")
@@ -184,9 +195,9 @@ class Signature:
         text = _minhash(set(words) | {f"{a} {b}" for a, b in zip(words, words[1:])}) if words else None
         return cls(code, text)
 
-    def similarity(self, other: "Signature") -> tuple[float, float]:
-        """``(code, text)`` Jaccard estimates (text 0.0 when either lacks a description)."""
-        text = self.text.jaccard(other.text) if self.text is not None and other.text is not None else 0.0
+    def similarity(self, other: "Signature") -> tuple[float, float | None]:
+        """``(code, text)`` Jaccard estimates (text None when either lacks a description)."""
+        text = self.text.jaccard(other.text) if self.text is not None and other.text is not None else None
         return self.code.jaccard(other.code), text
 
 
@@ -195,9 +206,22 @@ def _signature(source: str) -> Signature:
     return Signature.compute(source)
 
 
-def is_duplicate(code_sim: float, text_sim: float) -> bool:
-    """The decision rule of the module docstring."""
-    return code_sim >= CODE_THRESHOLD or (code_sim >= CODE_THRESHOLD_WITH_TEXT and text_sim >= TEXT_THRESHOLD)
+def is_duplicate(code_sim: float, text_sim: float | None) -> bool:
+    """The decision rule of the module docstring (``text_sim`` None: a side has no description)."""
+    if text_sim is not None and text_sim >= TEXT_THRESHOLD and code_sim >= CODE_THRESHOLD_WITH_TEXT:
+        return True
+    if text_sim is not None and text_sim < TEXT_DIFFERENT:
+        return code_sim >= CODE_THRESHOLD_ALONE
+    return code_sim >= CODE_THRESHOLD
+
+
+def rule_text(code_sim: float, text_sim: float | None) -> str:
+    """Which clause of the rule a duplicate meets (named in the verdict)."""
+    if text_sim is not None and text_sim >= TEXT_THRESHOLD and code_sim >= CODE_THRESHOLD_WITH_TEXT:
+        return f"same description and code similarity >= {CODE_THRESHOLD_WITH_TEXT}"
+    if text_sim is not None and text_sim < TEXT_DIFFERENT:
+        return f"different descriptions but code similarity >= {CODE_THRESHOLD_ALONE}"
+    return f"threshold {CODE_THRESHOLD}"
 
 
 class NoveltyIndex:
@@ -229,12 +253,10 @@ class NoveltyIndex:
         self._sigs[key] = sig
         self._lsh.insert(key, sig.code)
 
-    def nearest(self, source: str, exclude: Iterable[str] = ()) -> tuple[str | None, float, float]:
-        """``(key, code_sim, text_sim)`` of the most similar indexed source among the LSH
-        candidates, keys in ``exclude`` aside (``(None, 0, 0)`` when there is none)."""
+    def _nearest(self, source: str, exclude: Iterable[str]) -> tuple[str | None, float, float | None]:
         sig = Signature.of(source)
         skip = set(exclude)
-        best: tuple[str | None, float, float] = (None, 0.0, 0.0)
+        best: tuple[str | None, float, float | None] = (None, 0.0, None)
         for key in self._lsh.query(sig.code):
             if key in skip:
                 continue
@@ -243,14 +265,23 @@ class NoveltyIndex:
                 best = (key, code, text)
         return best
 
+    def nearest(self, source: str, exclude: Iterable[str] = ()) -> tuple[str | None, float, float]:
+        """``(key, code_sim, text_sim)`` of the most similar indexed source among the LSH
+        candidates, keys in ``exclude`` aside (``(None, 0, 0)`` when there is none; text
+        0.0 when a side has no description)."""
+        key, code, text = self._nearest(source, exclude)
+        return key, code, 0.0 if text is None else text
+
     def check(self, source: str, exclude: Iterable[str] = ()) -> tuple[bool, str]:
-        key, code, text = self.nearest(source, exclude)
+        key, code, text = self._nearest(source, exclude)
+        shown = "none" if text is None else f"{text:.2f}"
         if key is not None and is_duplicate(code, text):
             return False, (f"near-duplicate of {key} (code similarity {code:.2f}, description similarity "
-                           f"{text:.2f}; threshold {CODE_THRESHOLD}); make something different")
+                           f"{shown}; {rule_text(code, text)}); make something different")
         if key is None:
             return True, f"novel against {len(self)} known environment(s)"
-        return True, f"novel against {len(self)} known environment(s) (closest {key}: code similarity {code:.2f})"
+        return True, (f"novel against {len(self)} known environment(s) (closest {key}: code similarity "
+                      f"{code:.2f}, description similarity {shown})")
 
     @classmethod
     def from_sources(cls, items: Iterable[tuple[str, str]]) -> "NoveltyIndex":
