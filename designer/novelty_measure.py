@@ -142,6 +142,14 @@ VARIANTS: dict[str, Callable[[str], str]] = {
 }
 
 
+def flagged_pairs(sources: dict[str, str]) -> list[tuple[str, str, float, float | None]]:
+    """``(a, b, code, text)`` of every pair of ``sources`` the rule calls near-duplicates
+    (on a set of distinct programs: the pairs it would wrongly merge)."""
+    sigs = {k: Signature.compute(s) for k, s in sources.items()}
+    pairs = ((a, b, *sigs[a].similarity(sigs[b])) for a, b in itertools.combinations(sigs, 2))
+    return [p for p in pairs if is_duplicate(p[2], p[3])]
+
+
 def measure() -> dict:
     """Similarities of distinct seed pairs and of every seed against its variants."""
     from ..registry.catalog import seed_records
@@ -161,7 +169,7 @@ def measure() -> dict:
         "distinct_pairs": len(distinct),
         "distinct_code_max": max(d[2] for d in distinct),
         "distinct_code_mean": fmean(d[2] for d in distinct),
-        "distinct_text_max": max(d[3] for d in distinct),
+        "distinct_text_max": max((d[3] for d in distinct if d[3] is not None), default=0.0),
         "distinct_closest": max(distinct, key=lambda d: d[2])[:2],
         "distinct_flagged": sum(is_duplicate(d[2], d[3]) for d in distinct),
         "variants": len(variants),

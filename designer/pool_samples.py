@@ -19,7 +19,7 @@ of each other, renderings of different templates are not):
 from __future__ import annotations
 
 #: SPADE's save_game_file header: every saved game file opens with this line
-SPADE_HEADER = '"""SPARE self-play generated game"""\n\n'
+SPADE_HEADER = '"""SPADE self-play generated game"""\n\n'
 
 TEMPLATES = ("tally", "beacons", "shelves")
 SKILLS = {"tally": "Mathematical_Reasoning", "beacons": "Spatial_Reasoning", "shelves": "API_Orchestration"}

@@ -20,9 +20,17 @@ loader globs them; the skill comes from the file name (``logical_deduction`` ->
 last path component is the game's file name, and kept verbatim.
 
 Sources: a stored game's source is the file without SPADE's header line
-(:data:`SPADE_HEADER`, exactly as ``save_game_file`` writes it, removed once);
-:func:`file_text` is the inverse used on export (the header, then the source), so a pool
-round-trips file for file and a registry source for source.
+(:data:`SPADE_HEADER`, exactly as SPADE's ``save_game_file`` writes it, or the older
+:data:`SPARE_HEADER`; removed once); :func:`file_text` is the inverse used on export
+(SPADE's header, then the source), so a pool round-trips file for file and a registry
+source for source.
+
+Untrusted folder (DESIGN.md section 8): every file read goes through
+:mod:`.safe_read`: inside the pool, no symbolic links followed (a linked ``games/``
+folder, ``game_*.py``, manifest or checksums file refuses the pool with
+:class:`PoolError` naming it; the Hub cache's own links into its ``blobs/`` are the
+caller-named exception), sizes checked with ``fstat`` before reading (a game over
+:data:`MAX_GAME_BYTES` is refused unread), and JSON parsed with a depth bound.
 
 Writing (:func:`write_pool`) produces the same layout, ``checksums.sha256`` last, covering
 every other file. :func:`fetch_pool` resolves ``PATH`` or ``OWNER/NAME[@REVISION]`` (a Hub
@@ -31,16 +39,21 @@ dataset, downloaded with ``huggingface_hub.snapshot_download``).
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..errors import RegistryError
+from .safe_read import UnsafePath, checked_path, loads_bounded, read_inside
 
-SPADE_HEADER = '"""SPARE self-play generated game"""\n\n'
+SPADE_HEADER = '"""SPADE self-play generated game"""\n\n'
+SPARE_HEADER = '"""SPARE self-play generated game"""\n\n'
+HEADERS = (SPADE_HEADER, SPARE_HEADER)
 CHECKSUMS = "checksums.sha256"
 MANIFESTS = ("manifest.jsonl", "validation_manifest.jsonl")
 SUMMARIES = ("validation_summary.json", "snapshot_summary.json")
@@ -50,6 +63,8 @@ _GAME_NAME = re.compile(r"^game_(\d+)_(\d+)_(.+)\.py$")
 _SUM_LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *](.+)$")
 _HF_REPO = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+(@[\w./-]+)?$")
 MAX_GAME_BYTES = 1 << 20
+MAX_MANIFEST_BYTES = 256 << 20  # a manifest row per game: ~1 KB each
+MAX_META_BYTES = 16 << 20  # summaries, README.md, checksums.sha256
 
 
 class PoolError(RegistryError):
@@ -77,8 +92,11 @@ def skill_slug(skill: str | None) -> str:
 
 
 def source_of(text: str) -> str:
-    """The program of a saved game file: the text without SPADE's header line."""
-    return text[len(SPADE_HEADER):] if text.startswith(SPADE_HEADER) else text
+    """The program of a saved game file: the text without SPADE's (or SPARE's) header line."""
+    for header in HEADERS:
+        if text.startswith(header):
+            return text[len(header):]
+    return text
 
 
 def file_text(source: str) -> str:
@@ -107,6 +125,9 @@ class PoolGame:
     skill: str | None = None
     manifest: dict[str, Any] | None = None
     validation: dict[str, Any] | None = None
+    root: Path | None = None  # the pool folder and the path inside it, for the checked read
+    rel: str = ""
+    links_into: Path | None = None
 
 
 @dataclass
@@ -120,111 +141,157 @@ class Pool:
     checksums_sha256: str | None = None  # digest of checksums.sha256 itself (a local revision)
 
 
-def _inside(root: Path, rel: str) -> Path:
-    p = PurePosixPath(rel)
-    if p.is_absolute() or ".." in p.parts or not p.parts:
-        raise PoolError(f"{CHECKSUMS} lists {rel!r}, a path outside the pool; refusing the pool")
-    return root.joinpath(*p.parts)
-
-
-def verify_checksums(root: Path) -> dict[str, str]:
-    """``relative path -> sha256`` of ``checksums.sha256``, every listed file verified."""
-    listing = root / CHECKSUMS
+def _read(root: Path, rel: str, cap: int, links_into: Path | None) -> bytes:
     try:
-        lines = listing.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PoolError(f"cannot read {listing}: {exc}") from None
+        return read_inside(root, rel, cap, links_into=links_into)
+    except UnsafePath as exc:
+        raise PoolError(f"{exc}; refusing the pool (nothing imported)") from None
+
+
+def _text(root: Path, rel: str, cap: int, links_into: Path | None) -> str:
+    try:
+        return _read(root, rel, cap, links_into).decode("utf-8")
+    except UnicodeDecodeError:
+        raise PoolError(f"{rel} is not UTF-8 text; refusing the pool") from None
+
+
+def verify_checksums(root: Path, links_into: Path | None = None) -> dict[str, str]:
+    """``relative path -> sha256`` of ``checksums.sha256``, every listed file verified."""
+    lines = _text(root, CHECKSUMS, MAX_META_BYTES, links_into).splitlines()
     listed: dict[str, str] = {}
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
         m = _SUM_LINE.match(line)
         if not m:
-            raise PoolError(f"{listing}:{lineno} is not a sha256sum line ('<64 hex digits>  <path>'); refusing the pool")
+            raise PoolError(f"{CHECKSUMS}:{lineno} is not a sha256sum line ('<64 hex digits>  <path>'); refusing the pool")
         rel = m.group(2).removeprefix("./")
         listed[rel] = m.group(1).lower()
     for rel, want in listed.items():
-        path = _inside(root, rel)
-        if not path.is_file():
-            raise PoolError(f"{rel} is listed in {CHECKSUMS} but missing; refusing the pool (nothing imported)")
-        if sha256_file(path) != want:
+        try:
+            checked_path(root, rel, links_into=links_into)
+        except UnsafePath as exc:
+            if "missing" in str(exc):
+                raise PoolError(f"{rel} is listed in {CHECKSUMS} but missing; refusing the pool (nothing imported)") from None
+            raise PoolError(f"{CHECKSUMS} lists {exc}; refusing the pool") from None
+        if _is_game(rel) and not _size_ok(root / rel):
+            continue  # never read: the import refuses this one game as too big, unread
+        cap = MAX_GAME_BYTES if _is_game(rel) else MAX_MANIFEST_BYTES
+        if hashlib.sha256(_read(root, rel, cap, links_into)).hexdigest() != want:
             raise PoolError(f"{rel} does not match its sha256 in {CHECKSUMS}; refusing the pool (nothing imported)")
     return listed
 
 
-def _game_files(root: Path) -> tuple[Path, list[Path]]:
-    folder = root / "games" if (root / "games").is_dir() else root
-    return folder, sorted(p for p in folder.glob("game_*.py") if p.is_file())
+def _game_files(root: Path, links_into: Path | None) -> tuple[str, list[str]]:
+    """``(folder, relative paths of its game_*.py)``; a link among them refuses the pool."""
+    prefix = ""
+    if os.path.lexists(root / "games"):
+        try:
+            checked_path(root, "games", links_into=links_into)
+        except UnsafePath as exc:
+            raise PoolError(f"{exc}; refusing the pool (nothing imported)") from None
+        if (root / "games").is_dir():
+            prefix = "games/"
+    folder = root / prefix if prefix else root
+    try:
+        names = sorted(e.name for e in os.scandir(folder) if fnmatch.fnmatchcase(e.name, "game_*.py"))
+    except OSError as exc:
+        raise PoolError(f"cannot list {folder}: {exc.strerror}") from None
+    rels = []
+    for name in names:
+        try:
+            path = checked_path(root, prefix + name, links_into=links_into)
+        except UnsafePath as exc:
+            raise PoolError(f"{exc}; refusing the pool (nothing imported)") from None
+        if path.is_file():
+            rels.append(prefix + name)
+    return prefix.rstrip("/") or ".", rels
 
 
-def _read_manifest(path: Path, names: set[str]) -> dict[str, dict[str, Any]]:
+def _read_manifest(root: Path, rel: str, names: set[str], links_into: Path | None) -> dict[str, dict[str, Any]]:
     """``game file name -> row`` of a JSONL manifest (rows naming no game are ignored)."""
     out: dict[str, dict[str, Any]] = {}
-    try:
-        fh = open(path, encoding="utf-8")
-    except OSError as exc:
-        raise PoolError(f"cannot read {path}: {exc.strerror}") from None
-    with fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError as exc:
-                raise PoolError(f"{path.name}:{lineno} is not valid JSON ({exc})") from None
-            if not isinstance(row, dict):
-                raise PoolError(f"{path.name}:{lineno} is not a JSON object")
-            for value in row.values():
-                if isinstance(value, str) and value.endswith(".py") and PurePosixPath(value).name in names:
-                    out.setdefault(PurePosixPath(value).name, row)
-                    break
+    for lineno, line in enumerate(_text(root, rel, MAX_MANIFEST_BYTES, links_into).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = loads_bounded(line)
+        except ValueError as exc:
+            raise PoolError(f"{rel}:{lineno} is not valid JSON ({exc})") from None
+        if not isinstance(row, dict):
+            raise PoolError(f"{rel}:{lineno} is not a JSON object")
+        for value in row.values():
+            if isinstance(value, str) and value.endswith(".py") and PurePosixPath(value).name in names:
+                out.setdefault(PurePosixPath(value).name, row)
+                break
     return out
 
 
-def read_pool(root: str | Path) -> Pool:
-    """The games and metadata of the pool at ``root`` (checksums verified first)."""
+def read_pool(root: str | Path, *, links_into: str | Path | None = None) -> Pool:
+    """The games and metadata of the pool at ``root`` (checksums verified first).
+    ``links_into``: a folder (named by the caller) that links may point into."""
     root = Path(root)
+    links = Path(links_into) if links_into is not None else None
     if not root.is_dir():
         raise PoolError(f"{root} is not a folder (expected SPADE's pool layout: games/game_*.py, checksums.sha256, ...)")
     listed: dict[str, str] | None = None
     digest = None
-    if (root / CHECKSUMS).is_file():
-        listed = verify_checksums(root)
-        digest = sha256_file(root / CHECKSUMS)
-    folder, files = _game_files(root)
-    if not files:
-        raise PoolError(f"no game_*.py files in {folder}")
+    if os.path.lexists(root / CHECKSUMS):
+        listed = verify_checksums(root, links)
+        digest = hashlib.sha256(_read(root, CHECKSUMS, MAX_META_BYTES, links)).hexdigest()
+    folder, rels = _game_files(root, links)
+    if not rels:
+        raise PoolError(f"no game_*.py files in {root / folder}")
     games = []
-    for path in files:
-        rel = path.relative_to(root).as_posix()
+    for rel in rels:
         if listed is not None and rel not in listed:
             raise PoolError(f"{rel} is not listed in {CHECKSUMS}; refusing the pool (nothing imported)")
-        parsed = parse_game_name(path.name)
-        games.append(PoolGame(path.name, path, listed[rel] if listed is not None else sha256_file(path),
-                              *(parsed[:2] if parsed else (None, None)), skill=skill_of(path.name)))
+        name = PurePosixPath(rel).name
+        parsed = parse_game_name(name)
+        if listed is not None:
+            sha = listed[rel]
+        elif _size_ok(root / rel):
+            sha = hashlib.sha256(_read(root, rel, MAX_GAME_BYTES, links)).hexdigest()
+        else:  # never read: refused as too big when the import reads it
+            sha = hashlib.sha256(f"oversized:{rel}".encode()).hexdigest()
+        games.append(PoolGame(name, root / rel, sha, *(parsed[:2] if parsed else (None, None)), skill=skill_of(name),
+                              root=root, rel=rel, links_into=links))
     names = {g.name for g in games}
-    found = {m: _read_manifest(root / m, names) for m in MANIFESTS if (root / m).is_file()}
+    found = {m: _read_manifest(root, m, names, links) for m in MANIFESTS if os.path.lexists(root / m)}
     for g in games:
         g.manifest = found.get("manifest.jsonl", {}).get(g.name)
         g.validation = found.get("validation_manifest.jsonl", {}).get(g.name)
     summaries = {}
     for name in SUMMARIES:
-        if (root / name).is_file():
+        if os.path.lexists(root / name):
             try:
-                summaries[name] = json.loads((root / name).read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
+                summaries[name] = loads_bounded(_text(root, name, MAX_META_BYTES, links))
+            except ValueError as exc:
                 raise PoolError(f"{name} is not readable JSON ({exc})") from None
     return Pool(root, games, "verified" if listed is not None else "absent", summaries, digest)
 
 
-def read_game(game: PoolGame) -> str:
-    """The text of a game file (size-capped UTF-8; :class:`PoolError` otherwise)."""
+def _is_game(rel: str) -> bool:
+    return fnmatch.fnmatchcase(PurePosixPath(rel).name, "game_*.py")
+
+
+def _size_ok(path: Path) -> bool:
+    """Whether an unlisted game is small enough to hash (a big one is refused at read)."""
     try:
-        data = game.path.read_bytes()
-    except OSError as exc:
-        raise PoolError(f"cannot read {game.name}: {exc.strerror}") from None
-    if len(data) > MAX_GAME_BYTES:
-        raise PoolError(f"{game.name} is larger than {MAX_GAME_BYTES} bytes")
+        return os.lstat(path).st_size <= MAX_GAME_BYTES
+    except OSError:
+        return False
+
+
+def read_game(game: PoolGame) -> str:
+    """The text of a game file (size-capped UTF-8, checked read; :class:`PoolError` otherwise)."""
+    try:
+        if game.root is not None:
+            data = read_inside(game.root, game.rel, MAX_GAME_BYTES, links_into=game.links_into)
+        else:
+            data = read_inside(game.path.parent, game.path.name, MAX_GAME_BYTES)
+    except UnsafePath as exc:
+        raise PoolError(f"{game.name}: {exc}") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -252,6 +319,12 @@ def fetch_pool(spec: str) -> tuple[Path, str, str | None]:
     folder = Path(path)
     commit = folder.name if re.fullmatch(r"[0-9a-f]{40}", folder.name) else (revision or None)
     return folder, repo, commit
+
+
+def hub_blobs(snapshot: Path) -> Path:
+    """The ``blobs/`` folder of a Hugging Face cache snapshot (``.../snapshots/<commit>``):
+    the one place a downloaded pool's links may point."""
+    return Path(snapshot).parent.parent / "blobs"
 
 
 # -- writing -------------------------------------------------------------------------------

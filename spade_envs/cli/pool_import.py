@@ -31,10 +31,11 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ..program import source_sha256
-from ..registry.pool_layout import PoolError, PoolGame, fetch_pool, read_game, read_pool, source_of
+from ..registry.pool_layout import PoolError, PoolGame, fetch_pool, hub_blobs, read_game, read_pool, source_of
 
 REGISTER_BATCH = 32
 
@@ -134,7 +135,9 @@ def import_pool(spec: str, *, jobs: int | None = None, generation: int | None = 
 
     t0 = time.perf_counter()
     root, pool_name, revision = fetch_pool(spec)
-    pool = read_pool(root)  # verifies checksums.sha256 before anything else is read
+    # a Hub snapshot's files are the cache's links into its blobs/ (named here, never by the pool)
+    links = hub_blobs(root) if not Path(spec).expanduser().exists() else None
+    pool = read_pool(root, links_into=links)  # verifies checksums.sha256 before anything else is read
     # a Hub pool is named by its commit; a local one by its checksums file (its content, wherever it lies)
     pool_key = (f"hub:{pool_name}@{revision}" if revision else
                 f"checksums:{pool.checksums_sha256}" if pool.checksums_sha256 else f"dir:{root}")
