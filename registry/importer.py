@@ -8,6 +8,12 @@ then the program) come in as they are; the skill is read from the file name when
 or program names none. SPADE's own rejects (``reject_*.py``) are reported, not read.
 Parquet needs ``pyarrow`` (imported only when a Parquet file is read) and is read in
 record batches, so a large pool is never held in memory at once.
+
+Files found inside a folder are others' data: a symbolic link there is reported, not
+followed; a file's size is checked with ``fstat`` before it is read (a program over
+:data:`MAX_PROGRAM_BYTES` is refused unread, a JSONL line over :data:`MAX_LINE_BYTES` is
+skipped with a reason); JSON rows are parsed with a depth bound. A path the caller names
+itself is read as named.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .safe_read import UnsafePath, loads_bounded, read_inside
+
 #: row fields that may hold the program text, first match wins
 CODE_FIELDS = ("code", "source", "env_code", "program", "environment", "env_source")
 
@@ -27,6 +35,8 @@ PASSTHROUGH = ("skill", "description", "generation", "designer_model", "groundin
                "regret", "win_rate_hint", "win_rate_plain", "tags", "max_episode_steps")
 
 POOL_SUFFIXES = (".jsonl", ".ndjson")
+MAX_PROGRAM_BYTES = 1 << 20
+MAX_LINE_BYTES = 8 << 20
 PARQUET_SUFFIXES = (".parquet", ".pq")
 
 #: SPADE's saved game file names: game_{rollout:05d}_{index:03d}_{skill slug}.py
@@ -78,12 +88,15 @@ def read_pool(path: Path) -> Iterator[Candidate]:
         yield Candidate(str(path), None, error=f"cannot read: {exc.strerror}")
         return
     with fh:
-        for lineno, line in enumerate(fh, 1):
+        for lineno, line in enumerate(_bounded_lines(fh), 1):
             where = f"{path}:{lineno}"
+            if line is None:
+                yield Candidate(where, None, error=f"line longer than {MAX_LINE_BYTES} bytes; skipped unread")
+                continue
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = loads_bounded(line)
             except ValueError as exc:
                 yield Candidate(where, None, error=f"not valid JSON ({exc})")
                 continue
@@ -91,6 +104,21 @@ def read_pool(path: Path) -> Iterator[Candidate]:
                 yield Candidate(where, None, error="row is not a JSON object")
                 continue
             yield _row_candidate(where, row)
+
+
+def _bounded_lines(fh: Any) -> Iterator[str | None]:
+    """The lines of ``fh``, None for one over :data:`MAX_LINE_BYTES` (consumed in chunks,
+    never held whole)."""
+    while True:
+        line = fh.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return
+        if len(line) > MAX_LINE_BYTES and not line.endswith("\n"):
+            while line and not line.endswith("\n"):
+                line = fh.readline(1 << 20)
+            yield None
+            continue
+        yield line
 
 
 def _row_candidate(where: str, row: dict[str, Any]) -> Candidate:
@@ -119,26 +147,34 @@ def read_parquet(path: Path, batch_rows: int = 256) -> Iterator[Candidate]:
         yield Candidate(str(path), None, error=f"not a readable Parquet file ({str(exc)[:200]})")
 
 
-def read_program(path: Path) -> Candidate:
+def read_program(path: Path, *, named: bool = True) -> Candidate:
+    """One program file (``named``: the caller named this path itself, so a link is followed)."""
     if path.name.startswith("reject_"):
         return Candidate(str(path), None, error="a game SPADE itself rejected (reject_*.py); not imported")
     fields = {"skill": spade_skill(path.name)} if spade_skill(path.name) else {}
     try:
-        return Candidate(str(path), path.read_text(encoding="utf-8"), fields)
+        target = path.resolve() if named else path  # a path the caller named is read as named
+        data = read_inside(target.parent, target.name, MAX_PROGRAM_BYTES)
+        return Candidate(str(path), data.decode("utf-8"), fields)
     except UnicodeDecodeError:
         return Candidate(str(path), None, error="not UTF-8 text")
-    except OSError as exc:
-        return Candidate(str(path), None, error=f"cannot read: {exc.strerror}")
+    except UnsafePath as exc:
+        return Candidate(str(path), None, error=str(exc))
 
 
-def iter_candidates(paths: Iterable[str | Path]) -> Iterator[Candidate]:
+def iter_candidates(paths: Iterable[str | Path], *, named: bool = True) -> Iterator[Candidate]:
     """Candidates from ``.py`` files, JSONL and Parquet pools and folders holding them
-    (sorted; SPADE's ``*.reason.txt`` companions and other files are ignored)."""
+    (sorted; SPADE's ``*.reason.txt`` companions and other files are ignored; a link
+    inside a folder is reported, not followed)."""
     for p in map(Path, paths):
-        if p.is_dir():
+        if not named and p.is_symlink():
+            yield Candidate(str(p), None, error="a symbolic link inside the folder; links are not followed")
+        elif not named and not (p.is_file() or p.is_dir()):
+            yield Candidate(str(p), None, error="not a regular file; not read")
+        elif p.is_dir():
             inner = sorted(q for q in p.iterdir()
                            if q.suffix == ".py" or q.suffix in POOL_SUFFIXES or q.suffix in PARQUET_SUFFIXES)
-            yield from iter_candidates(inner)
+            yield from iter_candidates(inner, named=False)
         elif p.suffix in POOL_SUFFIXES:
             yield from read_pool(p)
         elif p.suffix in PARQUET_SUFFIXES and p.exists():
@@ -146,4 +182,4 @@ def iter_candidates(paths: Iterable[str | Path]) -> Iterator[Candidate]:
         elif not p.exists():
             yield Candidate(str(p), None, error="no such file")
         else:
-            yield read_program(p)
+            yield read_program(p, named=named)
