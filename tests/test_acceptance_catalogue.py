@@ -70,7 +70,8 @@ CATALOGUE: dict[str, tuple[str, str, str]] = {
     "reset_raises": (edit("self._turn = 0", "self._turn = 0\n        raise KeyError('board')"), "interface", "KeyError"),
     "invalid_tool_schema": (GOOD + TOOLS.replace("PARAMS", '{"type": "object", "properties": 5}'), "tool_specs", "not a valid JSON Schema"),
     "tool_without_method": (GOOD + TOOLS.replace("PARAMS", '{"type": "object"}').replace("def tool_peek", "def peek_tool"), "tool_specs", "no method tool_peek"),
-    "step_raises_on_empty": (edit("self._turn += 1", "self._turn += 1\n        if not action:\n            raise ValueError('empty')"), "smoke", "ValueError"),
+    # SPADE's loader steps \boxed{1}, \boxed{test}, \boxed{42} after reset(seed=42): raising there is refused
+    "step_raises_on_spade_probe": (edit("self._turn += 1", "self._turn += 1\n        if 'test' in action:\n            raise ValueError('not a number')"), "smoke", "SPADE's loader steps"),
     "unseeded_global_random": (edit("rng = random.Random(seed)", "rng = random"), "determinism", "different"),
     "uses_clock": (edit("rng = random.Random(seed)", "import datetime\n        rng = random.Random(datetime.datetime.now().microsecond + (seed or 0))"), "determinism", "different"),
     "constant_task": (edit("rng = random.Random(seed)", "rng = random.Random(1234)"), "seed_variety", "same task for every seed"),
@@ -89,6 +90,11 @@ LENIENT: dict[str, tuple[str, bool, str, str]] = {
     # SPADE str()s what solution() returns: None is the text "None"; no reading replays it
     "solution_none": (edit("return str(self._a + self._b)", "return None"), False, "solution_replay", "readers tried"),
     "solution_empty": (edit("return str(self._a + self._b)", "return ''"), False, "solution_replay", "readers tried"),
+    # SPADE's wrapper plays a step that raises as ("Error: ...", -1.0, True, False, {}): a lost episode
+    "step_raises_on_empty": (edit("self._turn += 1", "self._turn += 1\n        if not action:\n            raise ValueError('empty')"),
+                             True, "smoke", "played as SPADE plays it"),
+    "step_raises_on_garbage": (edit("self._turn += 1", "self._turn += 1\n        if '<' in action or not action.strip():\n            raise ValueError('junk')"),
+                               True, "garbage", "none won"),
     "broken_solution": (edit("return str(self._a + self._b)", "return str(self._a + self._b + 1)"), False,
                         "solution_replay", "bare answer as \\boxed{}"),
 }

@@ -21,8 +21,22 @@ from typing import Any
 
 from spade_envs.actions import extract_answer, extract_boxed, parse_tool_calls
 from spade_envs.contract import INFO_NOTE_KEY
-from spade_envs.errors import NO_SOLUTION_STAGE, EnvProgramError, SpadeError
+from spade_envs.errors import NO_SOLUTION_STAGE, EnvExecutionError, EnvProgramError, SpadeError
 from spade_envs.runtime import EnvRuntime, EnvSession
+
+#: SPADE's loader (``_validate_game_execution``): after ``reset(seed=42)`` these three
+#: actions are stepped (until one ends the episode) and none may raise; any other
+#: action that raises only ends its episode, as SPADE's wrapper plays it
+#: (``("Error: ...", -1.0, True, False, {})``)
+SPADE_PROBE_SEED = 42
+SPADE_PROBE_ACTIONS: tuple[str, ...] = ("\\boxed{1}", "\\boxed{test}", "\\boxed{42}")
+
+
+def raised_in_program(exc: BaseException | None) -> bool:
+    """Whether a step's error is the program raising an exception (SPADE plays it as a
+    lost episode), not a hang, a limit, the jail or a broken format (refused)."""
+    return isinstance(exc, EnvExecutionError) and getattr(exc, "kind", None) == "error"
+
 
 #: The guesses SPADE-style agents (and lazy designers' checkers) try first.
 COMMON_GUESSES: tuple[str, ...] = ("0", "1", "yes", "no", "A", "true")

@@ -22,7 +22,8 @@ from spade_envs.tools import type_note
 
 from .context import Reject, SingleContext
 from .leak import answer_candidates, find_leak, secrets
-from .probes import Probe, garbage_probes, normalize_answer, smoke_actions
+from .probes import (SPADE_PROBE_ACTIONS, SPADE_PROBE_SEED, Probe, garbage_probes, normalize_answer, raised_in_program,
+                     smoke_actions)
 from .replay import FATAL_KINDS, diff_text, error_text, find_win, short_repr
 from .runner import Novelty, SizeSyntax, StageCheck, compile_or_reject, later_stage
 from .verdicts import NO_REFERENCE, StageVerdict
@@ -143,9 +144,16 @@ class Smoke(StageCheck):
             ctx.smoke_play(seed, i)
         for action in [a for a in smoke_actions() if a not in ctx.junk_tried]:
             ctx.smoke_plays.append(ctx.play(seeds[0], [action], want_solution=True))  # episodes ended before it
-        n_steps = 0
+        spade = ctx.play(SPADE_PROBE_SEED, list(SPADE_PROBE_ACTIONS))
+        if spade.error is not None:
+            raise Reject(f"step({short_repr(spade.error_action)}) after reset(seed={SPADE_PROBE_SEED}) failed: "
+                         f"{error_text(spade.error)} (SPADE's loader steps \\boxed{{1}}, \\boxed{{test}}, "
+                         "\\boxed{42} and refuses a game that raises on them)")
+        n_steps = raised = 0
         for episode in ctx.smoke_plays:
-            if episode.error is not None:
+            if raised_in_program(episode.error):
+                raised += 1  # SPADE plays it: ("Error: ...", -1.0, terminated), the episode lost
+            elif episode.error is not None:
                 raise Reject(f"step({short_repr(episode.error_action)}) after reset(seed={episode.seed}) failed: {error_text(episode.error)}")
             n_steps += len(episode.steps)
             for note in episode.notes:
@@ -157,6 +165,9 @@ class Smoke(StageCheck):
             if n_actions > cfg.max_solution_actions:
                 raise Reject(f"solution() has {n_actions} actions for seed {episode.seed} (limit {cfg.max_solution_actions})")
         notes = "".join(f"; note: {n}" for n in ctx.notes if "non-finite" in n)
+        if raised:
+            notes += (f"; note: step() raised on junk in {raised} play(s): played as SPADE plays it "
+                      "(Error, reward -1.0, terminated)")
         return (
             f"{len(ctx.smoke_plays)} resets, {n_steps} junk steps survived; slowest call "
             f"{1000 * ctx.max_call_s:.1f} ms (deadline {cfg.step_deadline_s:g} s){notes}"
@@ -293,7 +304,7 @@ class Garbage(StageCheck):
                 continue
             episode = ctx.play(seed, probe.actions)
             played += 1
-            if episode.error is not None:
+            if episode.error is not None and not raised_in_program(episode.error):  # a raise: a lost episode (SPADE)
                 raise Reject(f"probe '{probe.name}' (seed {seed}): step({short_repr(episode.error_action)}) failed: {error_text(episode.error)}")
             ended_high = episode.ended and episode.steps[-1][2] and episode.last_reward >= threshold
             if episode.best_reward >= cfg.win_reward or ended_high:
