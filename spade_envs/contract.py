@@ -99,7 +99,8 @@ def check_reset_result(result: Any) -> ResetResult:
 
 def check_step_result(result: Any) -> StepResult:
     """``step`` must return ``(obs: str, reward: float, terminated: bool, truncated: bool,
-    info: dict)``; the reward must be a finite real number and is clipped to [-1, 1]."""
+    info: dict)``; the reward must be a finite real number and comes back as it is (SPADE
+    clips only the episode's reward, its last one, to [-1, 1]: ``episode_reward``)."""
     if not isinstance(result, tuple) or len(result) != 5:
         got = f"a {len(result)}-tuple" if isinstance(result, tuple) else type(result).__name__
         raise EnvProgramError(
@@ -118,7 +119,13 @@ def check_step_result(result: Any) -> StepResult:
         if not isinstance(flag, bool) and not (hasattr(flag, "dtype") and flag.dtype.kind == "b"):
             raise EnvProgramError(f"step() {name} must be a bool, got {type(flag).__name__}")
     info = check_info(info, "step()")
-    return obs, max(-1.0, min(1.0, reward)), bool(terminated), bool(truncated), info
+    return obs, reward, bool(terminated), bool(truncated), info
+
+
+def episode_reward(rewards: list[float]) -> float:
+    """SPADE's episode reward (``utils/rewards.py``): the last step's reward clipped to
+    [-1, 1]; 0.0 for an episode with no step."""
+    return max(-1.0, min(1.0, float(rewards[-1]))) if rewards else 0.0
 
 
 def check_text(value: Any, where: str) -> str:

@@ -47,6 +47,7 @@ from .solutions import solution_plans
 from .episode import EpisodeLog, coerce_action, coerce_seed, constructor_default, end_reason
 from .errors import EnvExecutionError, EnvProgramError, EpisodeOverError, SpadeError
 from .parameters import RESERVED_KEYWORDS
+from .program import TURN_CAP
 from .prompts import SYSTEM_PROMPT, opening_messages
 from .records import resolve_record
 from .runtime import EnvRuntime, EnvSession
@@ -130,7 +131,10 @@ class SpadeEnv(gym.Env[str, str]):
             self._session: EnvSession = _open_game_view(source, self._runtime, env_kwargs, filename, opponent, seat)
         else:
             self._session = self._runtime.open(source, kwargs=env_kwargs, filename=filename)
-        self._max_turns = env_kwargs.get("max_turns", _default_max_turns(source))
+        # SPADE's turn budget (spade_envs.program.TURN_CAP; None for the shipped seeds): every
+        # step call counts, tool calls included; the program's own max_turns is capped to it
+        self._turn_cap = None if game else getattr(self._runtime, "turn_cap", TURN_CAP)
+        self._max_turns = _capped(env_kwargs.get("max_turns", _default_max_turns(source)), self._turn_cap)
         self._log = EpisodeLog()
         self._last_obs = ""
         self._first_obs = ""
@@ -172,13 +176,18 @@ class SpadeEnv(gym.Env[str, str]):
         if isinstance(result, SpadeError):
             self._failed = True
             kind = getattr(result, "kind", None) or getattr(result, "stage", "error")
-            obs = f"Environment error ({kind}): {result}"
+            # SPADE's wrapper: a step that raises is ("Error: <message>", -1.0, True, False, {})
+            obs = f"Error: {result}" if kind == "error" else f"Environment error ({kind}): {result}"
             self._last_obs = obs
             return obs, -1.0, True, False, {"error": str(result), "verdict": kind, "terminated_by": kind,
                                             "turn": self._log.turns}  # SPADE: a crash is -1, terminated
         obs, reward, terminated, truncated, info = result
         self._last_obs = obs
         counted = info.get("game_moves", self._log.turns) if self.is_game else self._log.turns
+        if self._turn_cap is not None and not (terminated or truncated) and self._log.turns >= self._turn_cap:
+            truncated = True  # SPADE's loop ends after its budget of turns: the episode is over
+            self._failed = True  # the program is not asked again (the post-termination rule)
+            info = {**info, "truncated_by": "turn_cap"}
         info = end_reason(info, terminated, truncated, counted, self._max_turns)
         info["turn"] = self._log.turns
         return obs, reward, terminated, truncated, info
@@ -321,6 +330,14 @@ def _unpickled_spec(spec: Any, trusted: bool) -> Any:
         if isinstance(spec.kwargs, dict) else {}
     spec.kwargs = {**kwargs, "trust_remote_code": True} if trusted else kwargs
     return spec
+
+
+def _capped(max_turns: Any, cap: int | None) -> Any:
+    """``min(max_turns, cap)`` as SPADE's loader sets it (``cap`` when max_turns is no positive int)."""
+    if cap is None:
+        return max_turns
+    ok = isinstance(max_turns, int) and not isinstance(max_turns, bool) and max_turns > 0
+    return min(max_turns, cap) if ok else cap
 
 
 def _default_max_turns(source: str) -> Any:

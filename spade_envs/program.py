@@ -82,26 +82,32 @@ def parse_source(source: Any, filename: str = "<env>") -> ast.Module:
         raise EnvProgramError(f"{filename}: source cannot be parsed ({type(exc).__name__})", stage=Stage.SIZE_SYNTAX) from None
 
 
+#: names SPADE's loader skips when it looks for the game class
+SPADE_BASE_NAMES = frozenset({"Env", "ToolUseBaseEnv"})
+
+
 def inspect_program(source: str, filename: str = "<env>") -> ProgramInfo:
     """Parse ``source`` and find its environment class; raise :class:`EnvProgramError`
     (stage ``syntax`` or ``interface``) naming the problem otherwise.
 
-    The class is the FIRST public (no leading underscore) top-level class whose name ends
-    in ``Env``, as SPADE's loader picks it; when there are several, ``notes`` names the
-    others. It must define or inherit ``reset`` and ``step`` (inheriting is only
+    The class is the FIRST top-level class in module order whose name ends in ``Env``
+    (private ``_XxxEnv`` included; ``Env`` and ``ToolUseBaseEnv`` themselves excluded), as
+    SPADE's loader picks it (the first such name of the module's namespace); when there
+    are several, ``notes`` names the others. It must define or inherit ``reset`` and ``step`` (inheriting is only
     possible from ``ToolUseBaseEnv``, whose subclasses supply ``reset`` themselves);
     ``solution`` is optional, as in SPADE (the list: :data:`spade_envs.format_spec.METHODS`).
     """
     tree = parse_source(source, filename)
     classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
-    env_classes = [c for c in classes if c.name.endswith("Env") and not c.name.startswith("_")]
+    env_classes = [c for c in classes if c.name.endswith("Env") and c.name not in SPADE_BASE_NAMES]
     if not env_classes:
-        raise EnvProgramError(f"{filename}: no public class whose name ends in 'Env' (define one)")
+        raise EnvProgramError(f"{filename}: no class whose name ends in 'Env' (define one; "
+                              "'Env' and 'ToolUseBaseEnv' themselves do not count)")
     cls = env_classes[0]
     notes: tuple[str, ...] = ()
     if len(env_classes) > 1:
         others = ", ".join(c.name for c in env_classes[1:])
-        notes = (f"{len(env_classes)} public *Env classes: playing the first, {cls.name} (as SPADE's loader); "
+        notes = (f"{len(env_classes)} *Env classes: playing the first, {cls.name} (as SPADE's loader); "
                  f"not played: {others}",)
     bases = {b.id for b in cls.bases if isinstance(b, ast.Name)} | {
         b.attr for b in cls.bases if isinstance(b, ast.Attribute)
@@ -129,22 +135,35 @@ def inspect_program(source: str, filename: str = "<env>") -> ProgramInfo:
     )
 
 
-#: the ``max_turns`` given to a class whose ``__init__`` requires it (SPADE's loader always
-#: passes one; 25 is SPADE's agent-turn budget)
-REQUIRED_MAX_TURNS = 25
+#: SPADE's agent-turn budget (``config.max_turns``): a game plays at most this many
+#: turns, every model turn (tool calls included) one step; the ``max_turns`` given to a
+#: class whose ``__init__`` requires it
+TURN_CAP = 25
+REQUIRED_MAX_TURNS = TURN_CAP
 
 
-def construct_env(cls: Any, kwargs: dict[str, Any]) -> Any:
+def construct_env(cls: Any, kwargs: dict[str, Any], *, turn_cap: int | None = TURN_CAP) -> Any:
     """``cls(**kwargs)``; when ``__init__`` requires a ``max_turns`` that ``kwargs`` lacks,
     ``cls(max_turns=REQUIRED_MAX_TURNS, **kwargs)``, as SPADE's loader builds every game
-    with ``max_turns``. Other errors propagate."""
+    with ``max_turns``. Other errors propagate. Then, as SPADE's loader
+    (``respect_game_max_turns``): an instance whose ``max_turns`` is a positive int gets
+    ``min(max_turns, turn_cap)``, one with another ``max_turns`` gets ``turn_cap`` (a game
+    declaring 40 shows "Turn 0/25"); ``turn_cap=None`` (the shipped seed suite) leaves it."""
     try:
-        return cls(**kwargs)
+        env = cls(**kwargs)
     except TypeError as exc:
         message = str(exc)
         if "max_turns" in kwargs or "'max_turns'" not in message or "missing" not in message:
             raise
-    return cls(max_turns=REQUIRED_MAX_TURNS, **kwargs)
+        env = cls(max_turns=REQUIRED_MAX_TURNS, **kwargs)
+    if turn_cap is not None and hasattr(env, "max_turns"):
+        designed = getattr(env, "max_turns", None)
+        ok = isinstance(designed, int) and not isinstance(designed, bool) and designed > 0
+        try:
+            env.max_turns = min(designed, turn_cap) if ok else turn_cap
+        except (AttributeError, TypeError):  # a read-only property: the game keeps its own
+            pass
+    return env
 
 
 def _read_metadata(tree: ast.Module, filename: str) -> dict[str, Any]:

@@ -39,7 +39,7 @@ from .contract import StepResult, check_reset_result, check_step_result
 from .errors import EnvExecutionError, EnvProgramError, EpisodeOverError, NoSolutionError, SpadeError
 from .format_spec import check_result
 from .parameters import resolve_kwargs
-from .program import construct_env, inspect_program, trusted_prelude
+from .program import TURN_CAP, construct_env, inspect_program, trusted_prelude
 from .solutions import needs_final_answer
 from .tools import ArgumentValidator, validate_tool_specs
 
@@ -296,7 +296,12 @@ class InProcessSession(EnvSession):
 
 
 class InProcessRuntime(EnvRuntime):
-    """Runs programs with the real interpreter: trusted code only."""
+    """Runs programs with the real interpreter: trusted code only. ``turn_cap``: SPADE's
+    turn budget applied to each program (:func:`~spade_envs.program.construct_env`);
+    None for the shipped seed suite, which SPADE never plays."""
+
+    def __init__(self, turn_cap: int | None = TURN_CAP) -> None:
+        self.turn_cap = turn_cap
 
     def open(self, source: str, *, kwargs: dict[str, Any] | None = None, filename: str = "<env>") -> EnvSession:
         import sys
@@ -315,4 +320,4 @@ class InProcessRuntime(EnvRuntime):
         except Exception as exc:
             raise EnvProgramError(f"{filename}: module body raised {type(exc).__name__}: {exc}", stage="compile") from None
         cls = namespace[info.class_name]
-        return InProcessSession(guarded_call(f"{info.class_name}()", lambda: construct_env(cls, kwargs or {})))
+        return InProcessSession(guarded_call(f"{info.class_name}()", lambda: construct_env(cls, kwargs or {}, turn_cap=self.turn_cap)))

@@ -37,7 +37,9 @@ def get_runtime(*, trusted: bool = False, trust_remote_code: bool = False) -> En
     (``trusted``) or the user passed ``trust_remote_code=True``; otherwise the sandbox
     (raises :class:`UntrustedCodeError` when no sandbox is available)."""
     with _LOCK:
-        if trusted or trust_remote_code:
+        if trusted:  # the shipped seed suite: its own turn limits (SPADE never plays it)
+            return _SHARED.setdefault("seeds", InProcessRuntime(turn_cap=None))
+        if trust_remote_code:
             return _SHARED.setdefault("inprocess", InProcessRuntime())
         if "sandbox" not in _SHARED:
             try:

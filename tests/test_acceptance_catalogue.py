@@ -59,7 +59,7 @@ WIN = 'return "Correct.", 1.0, True, False, {}'
 CATALOGUE: dict[str, tuple[str, str, str]] = {
     "syntax_error": (edit("def step(self, action):", "def step(self, action)"), "size_syntax", "syntax error"),
     "empty_source": ("   \n", "size_syntax", "empty"),
-    "no_env_class": (edit("class SumEnv:", "class SumGame:"), "interface", "no public class"),
+    "no_env_class": (edit("class SumEnv:", "class SumGame:"), "interface", "no class whose name ends in"),
     "wrong_tuple_length": (edit('"Wrong.", 0.0, False, self._turn >= self.max_turns, {}', '"Wrong.", 0.0, False, {}'), "interface", "5-tuple"),
     "reward_not_number": (edit('"Wrong.", 0.0,', '"Wrong.", "0",'), "interface", "reward must be a number"),
     "obs_not_str": (edit("return f\"What is", "return 7, f\"What is").replace("n}}.\", {}", "n}}.\""), "interface", "str observation"),

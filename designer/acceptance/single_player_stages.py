@@ -149,6 +149,10 @@ class Smoke(StageCheck):
             raise Reject(f"step({short_repr(spade.error_action)}) after reset(seed={SPADE_PROBE_SEED}) failed: "
                          f"{error_text(spade.error)} (SPADE's loader steps \\boxed{{1}}, \\boxed{{test}}, "
                          "\\boxed{42} and refuses a game that raises on them)")
+        wild = next((st[1] for st in spade.steps if not -10 <= st[1] <= 10), None)
+        if wild is not None:
+            raise Reject(f"step() returned reward {wild:g} after reset(seed={SPADE_PROBE_SEED}) on SPADE's probe actions: "
+                         "SPADE's loader refuses a reward outside [-10, 10]")
         n_steps = raised = 0
         for episode in ctx.smoke_plays:
             if raised_in_program(episode.error):
