@@ -49,10 +49,9 @@ CASES = [
     # sys is a vetted copy holding constants only (SPADE's games read sys.maxsize)
     ("import_sys_modules", program(module="from sys import modules"), "open", ("program", "compile"), "modules"),
     ("sys_modules", program("import sys\nsys.modules['os']"), "step", ("execution", "error"), "modules"),
-    ("sys_setrecursionlimit", program("import sys\nsys.setrecursionlimit(10 ** 6)"), "step", ("execution", "error"),
-     "setrecursionlimit"),
+    # sys.setrecursionlimit is offered capped (tests/test_spade_pools_r9.py checks the cap)
     ("import_subprocess", program("import subprocess"), "open", ("program", S), "subprocess"),
-    ("from_os_path", program(module="from os import path"), "open", ("program", S), "os"),
+    ("from_os_system", program(module="from os import system"), "open", ("program", S), "os"),
     ("import_importlib", program(module="import importlib"), "open", ("program", S), "importlib"),
     ("import_ctypes", program(module="import ctypes"), "open", ("program", S), "ctypes"),
     ("import_socket", program("import socket\nsocket.create_connection(('127.0.0.1', 1))"), "open", ("program", S), "socket"),

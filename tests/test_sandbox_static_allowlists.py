@@ -181,9 +181,13 @@ def test_sandbox_import_answers_c_lazy_imports_only():
     assert imp("math", {}, {}, None, 0) is modules["math"]
     assert imp("collections.abc", {}, {}, None, 0) is modules["collections"]
     assert imp("__future__", {}, {}, ("annotations",), 0) is modules["__future__"]
-    constants = {"maxsize", "float_info", "int_info", "version_info", "version", "hexversion", "maxunicode", "byteorder"}
+    constants = {"maxsize", "float_info", "int_info", "version_info", "version", "hexversion", "maxunicode", "byteorder",
+                 "getrecursionlimit", "setrecursionlimit"}  # the setter capped (vetted.setrecursionlimit)
     assert set(vars(imp("sys", {}, {}, (), 0))) <= constants | {"__name__"}
-    for name, fromlist in (("os", None), ("os", ("path",)), ("gc", ()), ("numpy.lib", None), ("antigravity", [])):
+    # os: a copy holding only the pure os.path functions and os.sep (the static layer refuses plain import os)
+    assert set(vars(imp("os", {}, {}, ("path",), 0))) == {"__name__", "path", "sep"}
+    assert not {"exists", "getsize", "abspath", "realpath", "expanduser"} & set(vars(modules["os.path"]))
+    for name, fromlist in (("gc", ()), ("numpy.lib", None), ("antigravity", [])):
         with pytest.raises(ImportError):
             imp(name, {}, {}, fromlist, 0)
     with pytest.raises(ImportError):

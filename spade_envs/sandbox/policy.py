@@ -319,13 +319,26 @@ class SpadePolicy(RestrictingNodeTransformer):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 self.error(node, "relative imports are not allowed in the sandbox")
+            elif module == "os" and all(a.name in OS_NAMES for a in node.names):
+                pass  # from os import path: the pure path functions
             elif module not in IMPORTABLE and module != "__future__":
-                self.error(node, f'import of "{module}" is not allowed in the sandbox')
+                self.error(node, f'import of "{module}" is not allowed in the sandbox{_os_note(module)}')
         else:
             for alias in node.names:
                 if alias.name not in IMPORTABLE:
-                    self.error(node, f'import of "{alias.name}" is not allowed in the sandbox')
+                    self.error(node, f'import of "{alias.name}" is not allowed in the sandbox{_os_note(alias.name)}')
         return super().check_import_names(node)
+
+
+#: what a program may take from ``os``: the pure path functions (``os.path``) and ``os.sep``
+OS_NAMES = frozenset({"path", "sep"})
+
+
+def _os_note(module: str | None) -> str:
+    if module == "os":
+        return (" (os reaches the file system, processes and the environment; only os.path's pure "
+                "functions are offered: import os.path, or from os import path)")
+    return ""
 
 
 @lru_cache(maxsize=256)

@@ -262,6 +262,8 @@ def build_modules() -> dict[str, SandboxModule]:
     for lazy in LAZY_INTERNAL:  # loaded now, before the worker is confined
         importlib.import_module(lazy)
     out["collections"].__dict__["abc"] = out["collections.abc"]
+    # ``import os.path`` / ``from os import path``: an ``os`` holding only the pure path copy
+    out["os"] = SandboxModule("os", {"path": out["os.path"], "sep": out["os.path"].__dict__.get("sep", "/")})
     guards.WRITABLE_CONTAINERS.add(decimal.Context)  # getcontext().prec = 50
     out["__future__"] = _copy_module("__future__", __future__, vetted.ALLOW["__future__"])
     return out
@@ -324,5 +326,7 @@ def _allow_library_bases(modules: dict[str, SandboxModule]) -> None:
             collections.OrderedDict, collections.defaultdict, collections.Counter, collections.deque,
             collections.UserDict, collections.UserList, abc.ABC, typing.Generic,
             getattr(typing, "_NamedTuple", object),
+            # TypedDict classes are plain dicts; Protocol classes are ABCs (structural typing)
+            getattr(typing, "_TypedDict", object), typing.Protocol,
         }
     )

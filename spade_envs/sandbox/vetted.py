@@ -84,9 +84,21 @@ ALLOW: dict[str, str] = {
     "abc": "ABC abstractmethod abstractproperty abstractclassmethod abstractstaticmethod",
     "dataclasses": """FrozenInstanceError InitVar KW_ONLY MISSING asdict astuple dataclass field
         fields is_dataclass replace""",
-    # constants only (SPADE's games read sys.maxsize as "infinity"): no modules, path, argv,
-    # stdout, exit, settrace, getrecursionlimit setters or anything else of the real sys
-    "sys": "maxsize float_info int_info version_info version hexversion maxunicode byteorder",
+    # constants (SPADE's games read sys.maxsize as "infinity") and the recursion limit, its
+    # setter capped (RECURSION_CAP): no modules, path, argv, stdout, exit, settrace or
+    # anything else of the real sys
+    "sys": """maxsize float_info int_info version_info version hexversion maxunicode byteorder
+        getrecursionlimit setrecursionlimit""",
+    # text utilities SPADE's prompts allow: pure functions of their arguments
+    "difflib": """Differ IS_CHARACTER_JUNK IS_LINE_JUNK Match SequenceMatcher context_diff
+        get_close_matches ndiff restore unified_diff""",
+    "unicodedata": """bidirectional category combining decimal decomposition digit east_asian_width
+        is_normalized lookup mirrored name normalize numeric unidata_version""",
+    # the pure path functions only: nothing that reads the file system, the working
+    # directory or the environment (exists, getsize, abspath, realpath, relpath,
+    # expanduser, expandvars are absent); ``import os`` gives just ``os.path`` and ``os.sep``
+    "os.path": """altsep basename commonpath commonprefix curdir dirname extsep isabs join normcase
+        normpath pardir pathsep sep split splitdrive splitext""",
     "__future__": """annotations absolute_import division generator_stop generators nested_scopes
         print_function unicode_literals with_statement""",
 }
@@ -226,8 +238,32 @@ def _bind_dataclasses() -> None:
 
 _bind_dataclasses()
 
+#: the highest recursion limit a program may set (``sys.setrecursionlimit``): deep enough for
+#: the recursive searches SPADE's games write, shallow enough for the worker's C stack
+RECURSION_CAP = 10_000
+
+
+def setrecursionlimit(limit: Any) -> None:
+    """``sys.setrecursionlimit`` capped at :data:`RECURSION_CAP` (and never below the
+    limit the worker started with, which the sandbox's own code needs)."""
+    import sys
+
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise TypeError("setrecursionlimit() takes an int")
+    sys.setrecursionlimit(max(_START_LIMIT, min(limit, RECURSION_CAP)))
+
+
+def _start_limit() -> int:
+    import sys
+
+    return sys.getrecursionlimit()
+
+
+_START_LIMIT = _start_limit()
+
 #: replacements: module -> name -> object (applied after picking the allow-list)
 REPLACE: dict[str, dict[str, Any]] = {
+    "sys": {"setrecursionlimit": setrecursionlimit},
     "functools": {"update_wrapper": update_wrapper, "wraps": wraps, "total_ordering": total_ordering},
     "dataclasses": {"dataclass": dataclass},
     "operator": {"attrgetter": guards.attrgetter, "methodcaller": guards.methodcaller},
