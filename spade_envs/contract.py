@@ -36,6 +36,18 @@ _MAX_DEPTH = 32
 _MAX_NODES = 100_000
 
 
+#: dict keys JSON carries (numbers and bools become strings); any other key is dropped
+_PLAIN_KEYS = (str, int, float, bool)
+
+
+def _key_text(key: Any) -> str:
+    try:
+        text = repr(key)
+    except Exception:  # noqa: BLE001 - a hostile __repr__
+        text = "?"
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _has_non_finite(info: dict) -> bool:
     """True when a non-finite float is nested in ``info`` (dicts, lists, tuples; at most
     :data:`_MAX_NODES` values looked at: a larger info is left to the transport's checks)."""
@@ -43,6 +55,8 @@ def _has_non_finite(info: dict) -> bool:
     seen = 0
     while stack and seen < _MAX_NODES:
         node = stack.pop()
+        if isinstance(node, dict) and any(type(k) not in _PLAIN_KEYS for k in node):
+            return True  # a key that cannot cross as JSON: cleaned with the floats
         values = node.values() if isinstance(node, dict) else node
         for value in values:
             seen += 1
@@ -65,15 +79,23 @@ def _finite(value: Any, path: str, found: list[str], depth: int) -> Any:
     if depth >= _MAX_DEPTH or not isinstance(value, (dict, list, tuple)):
         return value
     if isinstance(value, dict):
-        return {k: _finite(v, f"{path}[{k!r}]", found, depth + 1) for k, v in value.items()}
+        out = {}
+        for k, v in value.items():
+            if type(k) not in _PLAIN_KEYS:  # SPADE's info is aggregated, never sent: ours crosses as JSON
+                found.append(f"{path}[{_key_text(k)}] (key dropped: a {type(k).__name__} key)")
+                continue
+            out[k] = _finite(v, f"{path}[{k!r}]", found, depth + 1)
+        return out
     seq = [_finite(v, f"{path}[{i}]", found, depth + 1) for i, v in enumerate(value)]
     return seq if isinstance(value, list) else tuple(seq)
 
 
 def check_info(info: Any, where: str) -> dict:
     """``info`` must be a dict. Non-finite floats inside it are replaced by None (as
-    SPADE's loader tolerates them; JSON cannot carry them) and the copy gets a note under
-    :data:`INFO_NOTE_KEY` naming where they were; only a non-finite *reward* fails."""
+    SPADE's loader tolerates them; JSON cannot carry them), keys JSON cannot carry (not a
+    str, int, float or bool: a tuple, None) are dropped (SPADE drops what it cannot use),
+    and the copy gets a note under :data:`INFO_NOTE_KEY` naming where; only a non-finite
+    *reward* fails."""
     if not isinstance(info, dict):
         raise EnvProgramError(f"{where} must return info as a dict, got {type(info).__name__}")
     if not info or not _has_non_finite(info):
@@ -83,7 +105,8 @@ def check_info(info: Any, where: str) -> dict:
     if not found:
         return info
     shown = ", ".join(found[:5]) + (f" (+{len(found) - 5} more)" if len(found) > 5 else "")
-    return {**clean, INFO_NOTE_KEY: f"{where}: non-finite float(s) replaced by None at {shown}"}
+    what = "non-finite float(s) replaced by None" if any("key dropped" not in f for f in found) else "info cleaned"
+    return {**clean, INFO_NOTE_KEY: f"{where}: {what} at {shown}"}
 
 
 def check_reset_result(result: Any) -> ResetResult:

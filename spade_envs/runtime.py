@@ -185,6 +185,18 @@ class ToolGate:
         return None
 
 
+def dispatches_tools_itself(env: Any) -> bool:
+    """Whether the program's class (or one of its own bases) defines ``execute_tool``."""
+    from .toolbase import ToolUseBaseEnv
+
+    for klass in type(env).__mro__:
+        if klass is ToolUseBaseEnv or klass is object:
+            return False
+        if "execute_tool" in vars(klass):
+            return True
+    return False
+
+
 def program_tools(env: Any, known: tuple[str, list[dict[str, Any]]] | None = None
                   ) -> tuple[str, list[dict[str, Any]]]:
     """The validated tool specs of a live program object (``[]`` when it has none), with
@@ -195,10 +207,12 @@ def program_tools(env: Any, known: tuple[str, list[dict[str, Any]]] | None = Non
     get_tools = getattr(env, "get_tools", None)
     if get_tools is None:
         return "", []
-    implemented = {n[len("tool_") :] for n in dir(env) if n.startswith("tool_")}
+    # a program that defines execute_tool() itself serves every tool it declares (SPADE calls
+    # env.execute_tool); otherwise each tool needs its tool_<name> method
+    implemented = None if dispatches_tools_itself(env) else {n[len("tool_") :] for n in dir(env) if n.startswith("tool_")}
     raw = get_tools()
     try:
-        key = json.dumps([raw, sorted(implemented)], sort_keys=True, allow_nan=False)
+        key = json.dumps([raw, None if implemented is None else sorted(implemented)], sort_keys=True, allow_nan=False)
     except (TypeError, ValueError, RecursionError):  # not plain JSON: validation says why
         key = ""
     if key and known is not None and known[0] == key:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spade_envs.errors import EnvExecutionError
+from spade_envs.program import TURN_CAP
 from spade_envs.solutions import READER_NAMES, solution_readings
 
 from .context import Reject, SingleContext
@@ -59,6 +60,10 @@ def find_win(ctx: SingleContext) -> ReplayOutcome:
                     "truncated" if episode.ended else "not ended")
                 failure = (f"seed {seed}: reward {episode.last_reward:g} after {len(episode.steps)} of "
                            f"{len(actions)} action(s), {end}")
+                break
+            if len(episode.steps) > TURN_CAP:  # SPADE's loop ends after 25 turns: a loss there
+                failure = (f"seed {seed}: won only after {len(episode.steps)} steps; SPADE plays at most "
+                           f"{TURN_CAP} turns")
                 break
             rewards.append(episode.last_reward)
         if failure is None:
