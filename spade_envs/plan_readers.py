@@ -112,6 +112,9 @@ def _scalar(value: Any) -> str | None:
 def json_plan(text: str) -> tuple[list[tuple[str, dict[str, Any]]], str | None] | None:
     """``(calls, final answer)`` of a JSON tool plan (at least one call), or None."""
     data = _load_json(text) if isinstance(text, str) else None
+    trailing: str | None = None
+    if data is None and isinstance(text, str):
+        data, trailing = _json_then_answer(text)
     final: str | None = None
     if isinstance(data, dict):
         steps = next((data[k] for k in _PLAN_KEYS if isinstance(data.get(k), list)), None)
@@ -145,7 +148,36 @@ def json_plan(text: str) -> tuple[list[tuple[str, dict[str, Any]]], str | None] 
             final = _scalar(step)
         else:
             return None
+    if final is None:
+        final = trailing
     return (calls, final) if calls else None
+
+
+_FENCE_HEAD = re.compile(r"^```[A-Za-z]*\n")
+
+
+def _json_then_answer(text: str) -> tuple[Any, str | None]:
+    """``(JSON value, marked answer)`` of a JSON document followed by a line such as
+    ``Final answer: X`` (``json.dumps(plan, indent=2) + "\nFinal answer: ..."``, fenced or
+    not); ``(None, None)`` when the text is not that shape."""
+    body = text.strip()
+    head = _FENCE_HEAD.match(body)
+    if head:
+        close = body.find("\n```", head.end())
+        if close < 0:
+            return None, None
+        inner, rest = body[head.end():close], body[close + 4:]
+    else:
+        inner, rest = body, ""
+    if not inner or inner[0] not in "[{" or len(body) > 200_000:
+        return None, None
+    try:
+        data, end = json.JSONDecoder().raw_decode(inner)
+    except (ValueError, RecursionError):
+        return None, None
+    rest = (inner[end:] + "\n" + rest).strip()
+    answer = marked_answer(rest) if rest else None
+    return (data, answer) if answer is not None else (None, None)
 
 
 def json_moves(text: str) -> list[str] | None:

@@ -64,8 +64,12 @@ def spade_load(code: str, max_turns: int = 25) -> Any:
     from spade_envs import toolbase
     from spade_envs.toolbase import ToolUseBaseEnv
 
+    import types
+
     sys.modules.setdefault("tool_use_base_env", toolbase)
-    namespace: dict[str, Any] = {"__name__": "dynamic_game"}
+    module = types.ModuleType("dynamic_game")  # SPADE registers its module: dataclasses look it up
+    sys.modules["dynamic_game"] = module
+    namespace: dict[str, Any] = module.__dict__
     for name, obj in _INJECTED.items():
         namespace.setdefault(name, obj)
     namespace["ToolUseBaseEnv"] = ToolUseBaseEnv

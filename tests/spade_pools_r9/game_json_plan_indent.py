@@ -31,4 +31,5 @@ class ParcelDepotEnv(ToolUseBaseEnv):
         return json.dumps(plan, indent=2) + f"\nFinal answer: {self._expected_answer}"
 
     def _check_answer(self, answer: str) -> bool:
-        return answer.strip().upper() == self._expected_answer
+        looked = any(call["name"] == "shelf_contents" for call in self._call_history)
+        return looked and answer.strip().upper() == self._expected_answer
