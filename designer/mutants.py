@@ -182,8 +182,10 @@ OPERATORS: dict[str, tuple[Callable[[str], str | None], str | tuple[str, ...]]] 
     # a hint() that fails or returns a non-str is treated as no hint (SPADE never calls it)
     "invalid_tool_spec": (_invalid_tool_spec, "tool_specs"),
     "init_no_reset": (_init_no_reset, ("smoke", "interface")),  # interface: __init__ itself breaks
-    "step_raises_on_long_input": (
-        _step("if len(action) > 1000:\n    raise IndexError('mutant: long action')\nreturn r\n"),
+    # a step that raises on junk is played as SPADE plays it (a lost episode); raising on
+    # SPADE's own probe actions is what its loader refuses
+    "step_raises_on_spade_probe": (
+        _step("if 'boxed{test}' in action:\n    raise IndexError('mutant: probe action')\nreturn r\n"),
         "smoke",
     ),
     "reset_ignores_seed": (_reset("return ORIG(0)\n"), "seed_variety"),

@@ -137,7 +137,8 @@ def adapt_source(source: str, info: GameInfo) -> str:
     pattern = re.compile(rf"\bclass\s+{re.escape(info.class_name)}\b")
     if not 0 <= index < len(lines) or not pattern.search(lines[index]):
         raise EnvProgramError(f"cannot locate 'class {info.class_name}' on line {info.class_line}")
-    game = _GAME_PREFIX + info.class_name
+    # the renamed class must not end in "Env": the transport class is the one *Env class played
+    game = _GAME_PREFIX + info.class_name + "_"
     lines[index] = pattern.sub(f"class {game}", lines[index], count=1)
     end = info.class_end_line
     lines.insert(end, f"{info.class_name} = {game}")
