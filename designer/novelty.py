@@ -10,8 +10,8 @@ Two signatures per source, each a MinHash (``datasketch``) of a shingle set:
   reformatting and changing constants therefore leave the signature unchanged;
 - **text**: ``METADATA`` name and description plus the module and class docstrings,
   case-folded words; shingles are single words and word pairs. The header SPADE's
-  ``save_game_file`` writes into every saved game (``"""SPADE self-play generated
-  game"""``, and SPARE's before it) is boilerplate: it never counts as a description.
+  ``save_game_file`` writes into every saved game (the docstring ``SPADE self-play
+  generated game``, and SPARE's before it) is boilerplate: it never counts as a description.
 
 A candidate is a near-duplicate of a known source when
 
