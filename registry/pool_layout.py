@@ -57,7 +57,9 @@ HEADERS = (SPADE_HEADER, SPARE_HEADER)
 CHECKSUMS = "checksums.sha256"
 MANIFESTS = ("manifest.jsonl", "validation_manifest.jsonl")
 SUMMARIES = ("validation_summary.json", "snapshot_summary.json")
-POOL_PATTERNS = ["games/*", *MANIFESTS, *SUMMARIES, CHECKSUMS, "README.md"]
+POOL_PATTERNS = ["games/*", *MANIFESTS, *SUMMARIES, CHECKSUMS, "README.md",
+                 # the other layouts (:mod:`.pool_layouts`): manifest.json folders, Parquet rows
+                 "manifest.json", "environments/*", "*.parquet", "data/*.parquet"]
 
 _GAME_NAME = re.compile(r"^game_(\d+)_(\d+)_(.+)\.py$")
 _SUM_LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *](.+)$")
@@ -128,6 +130,7 @@ class PoolGame:
     root: Path | None = None  # the pool folder and the path inside it, for the checked read
     rel: str = ""
     links_into: Path | None = None
+    text: str | None = None  # a Parquet row's code (the row is the file)
 
 
 @dataclass
@@ -234,6 +237,13 @@ def read_pool(root: str | Path, *, links_into: str | Path | None = None) -> Pool
     links = Path(links_into) if links_into is not None else None
     if not root.is_dir():
         raise PoolError(f"{root} is not a folder (expected SPADE's pool layout: games/game_*.py, checksums.sha256, ...)")
+    from .pool_layouts import detect, read_manifest_pool, read_parquet_pool
+
+    other = None if os.path.lexists(root / CHECKSUMS) else detect(root)
+    if other == "manifest":
+        return read_manifest_pool(root, links)
+    if other == "parquet":
+        return read_parquet_pool(root, links)
     listed: dict[str, str] | None = None
     digest = None
     if os.path.lexists(root / CHECKSUMS):
@@ -285,6 +295,10 @@ def _size_ok(path: Path) -> bool:
 
 def read_game(game: PoolGame) -> str:
     """The text of a game file (size-capped UTF-8, checked read; :class:`PoolError` otherwise)."""
+    if game.text is not None:
+        if len(game.text.encode("utf-8", "surrogatepass")) > MAX_GAME_BYTES:
+            raise PoolError(f"{game.name}: its code is larger than the {MAX_GAME_BYTES}-byte cap")
+        return game.text
     try:
         if game.root is not None:
             data = read_inside(game.root, game.rel, MAX_GAME_BYTES, links_into=game.links_into)

@@ -41,7 +41,8 @@ REGISTER_BATCH = 32
 
 
 def _provenance(pool_name: str, revision: str | None, game: PoolGame) -> dict[str, Any]:
-    return {"name": pool_name, "revision": revision, "file": game.name, "sha256": game.sha256,
+    return {"name": pool_name, "revision": revision, "file": game.name, "path": game.rel or game.name,
+            "sha256": game.sha256,
             "rollout": game.rollout, "index": game.index, "manifest": game.manifest, "validation": game.validation}
 
 
