@@ -237,13 +237,6 @@ def read_pool(root: str | Path, *, links_into: str | Path | None = None) -> Pool
     links = Path(links_into) if links_into is not None else None
     if not root.is_dir():
         raise PoolError(f"{root} is not a folder (expected SPADE's pool layout: games/game_*.py, checksums.sha256, ...)")
-    from .pool_layouts import detect, read_manifest_pool, read_parquet_pool
-
-    other = None if os.path.lexists(root / CHECKSUMS) else detect(root)
-    if other == "manifest":
-        return read_manifest_pool(root, links)
-    if other == "parquet":
-        return read_parquet_pool(root, links)
     listed: dict[str, str] | None = None
     digest = None
     if os.path.lexists(root / CHECKSUMS):

@@ -28,8 +28,8 @@ import os
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .pool_layout import (MAX_GAME_BYTES, MAX_MANIFEST_BYTES, Pool, PoolError, PoolGame, _read, parse_game_name,
-                          skill_of)
+from .pool_layout import (CHECKSUMS, MAX_GAME_BYTES, MAX_MANIFEST_BYTES, Pool, PoolError, PoolGame, _read,
+                          parse_game_name, read_pool, skill_of)
 from .safe_read import UnsafePath, checked_path, loads_bounded
 
 MANIFEST_JSON = "manifest.json"
@@ -37,6 +37,20 @@ _PATH_KEYS = ("path_in_dataset", "path", "file", "filename", "file_name")
 _LIST_KEYS = ("games", "environments", "envs", "items")
 _CODE_KEYS = ("code", "source", "env_code", "program")
 _NAME_KEYS = ("file_name", "filename", "original_file_name", "game_id")
+
+
+def read_any_pool(root: str | Path, *, links_into: str | Path | None = None) -> Pool:
+    """The pool at ``root`` in whichever released layout it has: the games layout of
+    :func:`.pool_layout.read_pool` when it has ``checksums.sha256`` or no other layout's
+    marker, else a ``manifest.json`` folder or Parquet rows."""
+    root = Path(root)
+    links = Path(links_into) if links_into is not None else None
+    other = None if os.path.lexists(root / CHECKSUMS) or not root.is_dir() else detect(root)
+    if other == "manifest":
+        return read_manifest_pool(root, links)
+    if other == "parquet":
+        return read_parquet_pool(root, links)
+    return read_pool(root, links_into=links)
 
 
 def detect(root: Path) -> str | None:

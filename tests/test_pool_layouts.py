@@ -17,7 +17,8 @@ import pytest
 from registry_helpers import spade_home  # noqa: F401 - fixture
 
 from spade_envs.designer.pool_samples import SPADE_HEADER, sample_program
-from spade_envs.registry.pool_layout import PoolError, read_game, read_pool, source_of
+from spade_envs.registry.pool_layout import PoolError, read_game, source_of
+from spade_envs.registry.pool_layouts import read_any_pool as read_pool
 
 
 def thirty_b_pool(root: Path) -> Path:
@@ -104,3 +105,57 @@ def test_each_layout_imports_with_provenance_and_resumes(spade_home, tmp_path, c
     assert all(p["sha256"] and p["path"] and p["name"] == "p" for p in prov)
     again = import_pool(str(root), jobs=1, progress=False)
     assert again["judged"] == 0 and again["registered"] == out["registered"]
+
+
+MAZE = '''import random
+import re
+
+
+class ShortestPathGridEnv:
+    """Walk the shortest path through a small grid (a reasoning-gym hard task's name)."""
+
+    def __init__(self, max_turns=3, **kwargs):
+        self.max_turns = max_turns
+        self.turn_count = 0
+
+    def reset(self, seed=None):
+        rng = random.Random(seed)
+        self.turn_count = 0
+        self._w, self._h = rng.randint(2, 9), rng.randint(2, 9)
+        return f"A {self._w} by {self._h} grid: how many moves from one corner to the opposite? \\\\boxed{{n}}", {}
+
+    def solution(self):
+        return str(self._w + self._h - 2)
+
+    def step(self, action):
+        self.turn_count += 1
+        m = re.search(r"\\\\boxed\\{(\\d+)\\}", action)
+        if m and int(m.group(1)) == self._w + self._h - 2:
+            return "Shortest.", 1.0, True, False, {}
+        return "Longer than needed.", 0.0, False, self.turn_count >= self.max_turns, {}
+'''
+
+
+def test_decontamination_flags_counts_and_keeps_out_of_training(spade_home, tmp_path, capsys):  # noqa: F811
+    from spade_envs.cli.main import main
+    from spade_envs.cli.pool_import import import_pool
+    from spade_envs.evals.contamination import eval_overlap, excluded_from_training
+
+    assert eval_overlap(MAZE) == ["reasoning-gym hard: shortest_path (name 'ShortestPathGrid')"]
+    assert eval_overlap(sample_program("tally", 1)) == []
+    root = thirty_b_pool(tmp_path / "p")
+    data = json.loads((root / "manifest.json").read_text())
+    rel = "games/gen_0009/game_00036_000_spatial_reasoning.py"
+    (root / rel).parent.mkdir(parents=True)
+    (root / rel).write_text(SPADE_HEADER + MAZE)
+    data["games"].append({"filename": Path(rel).name, "skill": "Spatial Reasoning", "path_in_dataset": rel})
+    (root / "manifest.json").write_text(json.dumps(data))
+    out = import_pool(str(root), jobs=1, progress=False)
+    assert out["registered"] == 4 and out["eval_overlap"] == 1, out
+    flagged = []
+    for env_id in out["ids"]:
+        assert main(["registry", "show", env_id, "--json"]) == 0
+        shown = json.loads(capsys.readouterr().out)
+        if excluded_from_training(shown["metadata"]):
+            flagged.append((shown["metadata"]["pool"]["eval_overlap"], shown.get("tags") or shown["metadata"].get("tags")))
+    assert len(flagged) == 1 and "shortest_path" in flagged[0][0][0] and "eval-overlap" in flagged[0][1]

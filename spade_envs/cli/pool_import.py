@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from ..program import source_sha256
-from ..registry.pool_layout import PoolError, PoolGame, fetch_pool, hub_blobs, read_game, read_pool, source_of
+from ..registry.pool_layout import PoolError, PoolGame, fetch_pool, hub_blobs, read_game, source_of
+from ..registry.pool_layouts import read_any_pool
 
 REGISTER_BATCH = 32
 
@@ -60,6 +61,7 @@ class _Registrar:
 
         self.reg, self.journal, self.key, self.generation = reg, journal, pool_key, generation
         self.stored, self._make_index, self._index = stored, make_index, None
+        self.overlap = 0  # registered this run while overlapping an evaluated suite (evals.contamination)
         self.specs = RecordedSpecs()  # the write path measures tool specs here: the judging sandbox's
         self.queue: list[tuple[PoolGame, str, dict[str, Any], dict[str, Any]]] = []
 
@@ -73,9 +75,17 @@ class _Registrar:
               novelty: str) -> dict[str, Any]:
         from .registry_common import verdict_metadata
 
+        from ..evals.contamination import OVERLAP_TAG, eval_overlap
+
         stages = [dict(s, detail=novelty) if s.get("name") == "novelty" else s for s in result.get("stages", [])]
+        overlap = eval_overlap(source)  # an evaluated suite's task: flagged, kept out of training
+        extra: dict[str, Any] = {}
+        if overlap:
+            prov = {**prov, "eval_overlap": overlap}
+            extra["tags"] = [OVERLAP_TAG]
+            self.overlap += 1
         return {"source": source, "filename": game.name, "generation": self.generation, "skill": game.skill,
-                "metadata": {**verdict_metadata(result), "pool": prov}, "acceptance": stages}
+                "metadata": {**verdict_metadata(result), "pool": prov}, "acceptance": stages, **extra}
 
     def flush(self) -> None:
         from ..errors import SpadeError
@@ -138,7 +148,7 @@ def import_pool(spec: str, *, jobs: int | None = None, generation: int | None = 
     root, pool_name, revision = fetch_pool(spec)
     # a Hub snapshot's files are the cache's links into its blobs/ (named here, never by the pool)
     links = hub_blobs(root) if not Path(spec).expanduser().exists() else None
-    pool = read_pool(root, links_into=links)  # verifies checksums.sha256 before anything else is read
+    pool = read_any_pool(root, links_into=links)  # verifies checksums.sha256 before anything else is read
     # a Hub pool is named by its commit; a local one by its checksums file (its content, wherever it lies)
     pool_key = (f"hub:{pool_name}@{revision}" if revision else
                 f"checksums:{pool.checksums_sha256}" if pool.checksums_sha256 else f"dir:{root}")
@@ -187,6 +197,7 @@ def import_pool(spec: str, *, jobs: int | None = None, generation: int | None = 
             out["interrupted"] = True
         registrar.flush()
         out.update(_summary(pool.games, journal.rows(pool_key), outcome))
+        out["eval_overlap"] = registrar.overlap
     out["seconds"] = round(time.perf_counter() - t0, 3)
     return out
 
