@@ -72,10 +72,16 @@ class Context:
             raise BudgetExceeded("the candidate's time budget ran out")
 
     def track(self, seconds: float, what: str) -> None:
-        """Record a call's duration; one over ``config.step_deadline_s`` rejects."""
+        """Record a call's duration; one over ``config.step_deadline_s`` (stretched by the
+        machine's load, :mod:`spade_envs.sandbox.load`) rejects."""
         self.max_call_s = max(self.max_call_s, seconds)
         if seconds > self.config.step_deadline_s:
-            raise Reject(f"{what} took {seconds:.2f} s (deadline {self.config.step_deadline_s:g} s per call)")
+            from spade_envs.sandbox.load import load_factor
+
+            factor = load_factor()
+            if seconds > self.config.step_deadline_s * factor:
+                load = f", x{factor:.1f} for the machine's load" if factor > 1 else ""
+                raise Reject(f"{what} took {seconds:.2f} s (deadline {self.config.step_deadline_s:g} s per call{load})")
 
 
 def _close(live: Any) -> None:

@@ -40,6 +40,7 @@ from ..format_spec import method
 from ..parameters import resolve_kwargs
 from ..program import inspect_program
 from ..runtime import EnvRuntime, EnvSession, ends_episode, keeps_episode_rule
+from .load import scaled
 from .confine import refused_layers
 from .pool import Worker, WorkerPool, _has_data, needs_full
 
@@ -268,7 +269,8 @@ class SandboxRuntime(EnvRuntime):
             slots.setdefault(session.worker, []).append(i)
         if not requests:
             return out
-        replies = self.pool.exchange(requests, deadline_s)  # each worker's own lock, no shared one
+        # the deadline stretched by the machine's load (sandbox.load): busy cores never refuse a valid call
+        replies = self.pool.exchange(requests, scaled(deadline_s))  # each worker's own lock, no shared one
         for worker, (items, lost) in replies.items():
             idx = slots[worker]
             for j, i in enumerate(idx):
