@@ -17,6 +17,13 @@ processes are up), ``spade_pool_workers``, ``ratio_spade_per_s_vs_workers_x_one_
 ``ratio_spade_per_s_vs_target`` (against 10/s: 7,872 games in under 15 minutes),
 ``spade_startup_s`` (spawning the processes until the first verdict, ``jobs`` processes),
 ``ratio_spade_accepted``, ``spade_n_programs``, ``load_average_1m``, ``cpu_cores``.
+
+Pool scale (``SPADE_BENCH_POOL_N``, default :data:`POOL_SCALE_N` programs; 0 skips it):
+``spade_pool_scale_per_s`` is ``jobs`` fresh processes judging that many distinct
+SPADE-format programs (a realistic pool, not a warm-up), in the same run as the one-worker
+figure, with ``ratio_spade_pool_scale_per_s_vs_one_worker`` (against the one-worker rate
+of this run), ``spade_pool_scale_n``, ``spade_pool_scale_s`` and the load average at its
+end (``load_average_1m_pool_scale``: a shared machine depresses it; say so with the figure).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from .pool_judge import ParallelJudge, default_jobs
 from .pool_samples import SPADE_HEADER, sample_pool
 
 TARGET_PER_S = 10.0
+POOL_SCALE_N = 1000
 
 
 def judge_rate(jobs: int, n: int, start: int) -> dict[str, float]:
@@ -56,7 +64,9 @@ def run(quick: bool = False, jobs: int | None = None) -> dict[str, Any]:
     one = judge_rate(1, n_one, seed)
     many = judge_rate(jobs, n_many, seed + n_one)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    scale = _pool_scale(jobs, seed + n_one + n_many, one["per_s"], quick)
     return {
+        **scale,
         "spade_programs_per_s": round(many["per_s"], 2),
         "spade_programs_per_s_one_worker": round(one["per_s"], 2),
         "spade_programs_per_s_steady": round(many["steady_per_s"], 2),
@@ -71,6 +81,25 @@ def run(quick: bool = False, jobs: int | None = None) -> dict[str, Any]:
         "load_average_1m": round(load, 2),
         "cpu_cores": default_jobs(),
     }
+
+
+def _pool_scale(jobs: int, start: int, one_per_s: float, quick: bool) -> dict[str, Any]:
+    """The pool-scale figures of the module docstring ({} when skipped)."""
+    raw = os.environ.get("SPADE_BENCH_POOL_N", "").strip()
+    try:
+        n = int(raw) if raw else (0 if quick else POOL_SCALE_N)
+    except ValueError:
+        raise ValueError(f"SPADE_BENCH_POOL_N must be a whole number of programs, got {raw!r}") from None
+    if n <= 0:
+        return {}
+    t0 = time.perf_counter()
+    scale = judge_rate(jobs, n, start)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return {"spade_pool_scale_per_s": round(scale["per_s"], 2), "spade_pool_scale_n": n,
+            "spade_pool_scale_s": round(time.perf_counter() - t0, 1),
+            "ratio_spade_pool_scale_per_s_vs_one_worker": round(scale["per_s"] / one_per_s, 3),
+            "ratio_spade_pool_scale_accepted": round(scale["accepted"], 4),
+            "load_average_1m_pool_scale": round(load, 2)}
 
 
 if __name__ == "__main__":  # python -m spade_envs.designer.bench_pool [jobs ...]
