@@ -32,6 +32,8 @@ import os
 import time
 from typing import Any
 
+from spade_envs.errors import SpadeError
+
 from .pool_judge import ParallelJudge, default_jobs
 from .pool_samples import SPADE_HEADER, sample_pool
 
@@ -58,13 +60,14 @@ def judge_rate(jobs: int, n: int, start: int) -> dict[str, float]:
 def run(quick: bool = False, jobs: int | None = None) -> dict[str, Any]:
     """Measure one process, then ``jobs``; ``quick`` judges fewer programs."""
     jobs = jobs or default_jobs()
+    n_scale = pool_scale_n(quick)  # checked before anything runs
     n_one = 10 if quick else 60
     n_many = n_one * jobs
     seed = int(time.time()) % 100_000 * 1000  # programs no earlier run has judged
     one = judge_rate(1, n_one, seed)
     many = judge_rate(jobs, n_many, seed + n_one)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    scale = _pool_scale(jobs, seed + n_one + n_many, one["per_s"], quick)
+    scale = _pool_scale(jobs, seed + n_one + n_many, one["per_s"], n_scale)
     return {
         **scale,
         "spade_programs_per_s": round(many["per_s"], 2),
@@ -83,13 +86,19 @@ def run(quick: bool = False, jobs: int | None = None) -> dict[str, Any]:
     }
 
 
-def _pool_scale(jobs: int, start: int, one_per_s: float, quick: bool) -> dict[str, Any]:
-    """The pool-scale figures of the module docstring ({} when skipped)."""
+def pool_scale_n(quick: bool) -> int:
+    """Programs of the pool-scale figure: ``SPADE_BENCH_POOL_N``, else :data:`POOL_SCALE_N`
+    (0 with ``quick``); one clear :class:`~spade_envs.errors.SpadeError` for a setting that
+    is not a whole number."""
     raw = os.environ.get("SPADE_BENCH_POOL_N", "").strip()
     try:
-        n = int(raw) if raw else (0 if quick else POOL_SCALE_N)
+        return int(raw) if raw else (0 if quick else POOL_SCALE_N)
     except ValueError:
-        raise ValueError(f"SPADE_BENCH_POOL_N must be a whole number of programs, got {raw!r}") from None
+        raise SpadeError(f"SPADE_BENCH_POOL_N must be a whole number of programs, got {raw!r}") from None
+
+
+def _pool_scale(jobs: int, start: int, one_per_s: float, n: int) -> dict[str, Any]:
+    """The pool-scale figures of the module docstring ({} when skipped)."""
     if n <= 0:
         return {}
     t0 = time.perf_counter()

@@ -137,3 +137,26 @@ def test_write_path_measures_tool_specs_from_the_judging_sandbox():
     shelves = sample_program("shelves", 50)  # never recorded: measured for real, in a sandbox
     specs, vary = collect_tool_specs(shelves, recorded, filename="shelves.py")
     assert sorted(t["function"]["name"] for t in specs) == ["count", "list_shelves"] and not vary
+
+
+def test_bench_pool_scale_figure_and_its_setting(monkeypatch):
+    from spade_envs.designer import bench_pool
+
+    calls = []
+
+    def fake(jobs, n, start):
+        calls.append((jobs, n))
+        return {"per_s": 2.0 * jobs, "steady_per_s": 2.0 * jobs, "startup_s": 0.1, "accepted": 1.0}
+
+    monkeypatch.setattr(bench_pool, "judge_rate", fake)
+    monkeypatch.setenv("SPADE_BENCH_POOL_N", "1000")
+    figures = bench_pool.run(quick=True, jobs=2)
+    assert (2, 1000) in calls and figures["spade_pool_scale_n"] == 1000
+    assert figures["ratio_spade_pool_scale_per_s_vs_one_worker"] == 2.0 and "load_average_1m_pool_scale" in figures
+    monkeypatch.setenv("SPADE_BENCH_POOL_N", "0")
+    assert "spade_pool_scale_per_s" not in bench_pool.run(quick=True, jobs=2)
+    monkeypatch.setenv("SPADE_BENCH_POOL_N", "lots")
+    from spade_envs.errors import SpadeError
+
+    with pytest.raises(SpadeError, match="SPADE_BENCH_POOL_N"):
+        bench_pool.run(quick=True, jobs=2)
