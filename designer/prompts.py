@@ -28,14 +28,8 @@ from spade_envs import format_spec
 
 from .corpus import Document
 from .memory import MemoryEntry, Retrieval
+from .skills import DEFAULT_MODES, MODES, SKILLS  # noqa: F401  (written once in .skills)
 
-SKILLS: tuple[str, ...] = (
-    "mathematical reasoning", "logical deduction", "spatial reasoning",
-    "pattern recognition", "optimization", "causal inference",
-)
-MODES: tuple[str, ...] = ("puzzle", "game", "tool", "multiplayer")
-#: modes drawn at random when none is asked for (multi-player games only on request)
-DEFAULT_MODES: tuple[str, ...] = ("puzzle", "game", "tool")
 
 SYSTEM = (
     "You are the Environment Designer. You write complete, executable Python training "

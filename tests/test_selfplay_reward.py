@@ -181,17 +181,33 @@ def test_stored_scores_come_from_the_actual_plays():
 
 
 def test_spade_preset_follows_the_released_recipe():
-    c = preset("spade")
-    assert (c.beta, c.invalid_penalty, c.step_timeout_penalty, c.failed_play_reward, c.unterminated_reward) == \
-        (0.005, 0.0, -0.5, -1.0, 0.0)
-    assert c.hint_plays == 4 and c.hint_once and c.designer_center == "skill" and c.designer_reward_scale is None
-    assert c.filter_zero_std and c.trl == {"adam_beta2": 0.98} and c.zero_stage == 3  # check_reward_nonzero_std
-    assert all(preset(n).scale_rewards == "none" and preset(n).filter_zero_std for n in ("gpu-4b", "gpu-8b", "gpu-30b"))
+    """What the ``spade`` preset sets reaches the parts that act on it: TRL's GRPOConfig
+    gets SPADE's optimiser and loss settings (spade-rl/spade train_spade_4b.sh), the
+    ledger pays SPADE's delayed designer rewards."""
+    pytest.importorskip("trl")
+    from spade_envs.selfplay.grpo import grpo_args
     from spade_envs.selfplay.rewards import designer_scale
 
+    c = preset("spade")
+    args = grpo_args(c)
+    assert (args.beta, args.adam_beta2, args.weight_decay, args.learning_rate) == (0.005, 0.98, 0.1, 1e-6)
+    assert (args.epsilon, args.epsilon_high, args.temperature, args.scale_rewards) == (0.2, 0.28, 0.6, "none")
+    assert args.num_generations == 16 and args.bf16 and args.use_vllm
+    led = DesignerLedger.from_config(c)
+    led.add(Candidate("bad", "g", 0, False))  # rejected by acceptance: SPADE pays 0, not a penalty
+    led.add(Candidate("slow", "g", 0, True, "k"))
+    led.record_plays("k", [0.0], [], step_timeout=True)
+    assert led.candidates["bad"].reward == 0.0 and led.candidates["slow"].reward == -0.5
+    led.add(Candidate("w", "h", 0, True, "w"))
+    for _ in range(31):
+        led.record_plays("w", [0.0], [1.0])
+    assert led.candidates["w"].reward is None  # SPADE's 32-rollout reward delay
+    led.record_plays("w", [0.0], [1.0])
+    assert led.candidates["w"].reward == pytest.approx(1.0)
     assert designer_scale(c) == 1.0  # designer rows get their own step: SPADE's mixing scale does not apply
-    assert c.scale_rewards == "none" and (c.epsilon, c.epsilon_high, c.learning_rate) == (0.2, 0.28, 1e-6)
-    assert preset("cpu-smol").params_share > 0.5 > preset("gpu-4b").params_share
+    assert agent_reward(SimpleNamespace(error="boom"), failed=c.failed_play_reward) == -1.0
+    assert agent_reward(SimpleNamespace(error=None, terminated=False, episode_return=0.7),
+                        unterminated=c.unterminated_reward) == 0.0
 
 
 def test_learning_bench_heldout_tasks():

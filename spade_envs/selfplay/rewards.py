@@ -108,6 +108,12 @@ class DesignerLedger:
         self.step_timeout_penalty = float(step_timeout_penalty)
         self.candidates: dict[str, Candidate] = {}
 
+    @classmethod
+    def from_config(cls, config: Any) -> "DesignerLedger":
+        """The ledger of a run's settings (``reward_mode``, ``invalid_penalty``,
+        ``play_window``, ``step_timeout_penalty``)."""
+        return cls(config.reward_mode, config.invalid_penalty, config.play_window, config.step_timeout_penalty)
+
     def add(self, cand: Candidate) -> None:
         if not cand.valid:
             cand.reward = self.invalid_penalty

@@ -125,8 +125,7 @@ class SelfPlayTrainer:
                                          accelerator=self.acc)
         self.buffer = ReplayBuffer(config.replay_capacity, config.replay_recent, config.replay_temperature,
                                    config.replay_min_priority)
-        self.ledger = DesignerLedger(config.reward_mode, config.invalid_penalty, config.play_window,
-                                     config.step_timeout_penalty)
+        self.ledger = DesignerLedger.from_config(config)
         self.registrar = Registrar(registry, accelerator=self.acc, runtime=runtime, reward_mode=config.reward_mode,
                                    designer_model=getattr(self.designer.backend, "name", config.model),
                                    agent_name=self.agent.name, push_to_hub=config.push_to_hub)
