@@ -130,8 +130,9 @@ class EnvRuntime(ABC):
     def open(self, source: str, *, kwargs: dict[str, Any] | None = None, filename: str = "<env>") -> EnvSession:
         """Compile ``source``, construct its environment class with ``kwargs``.
 
-        The constructor must leave a playable episode (SPADE programs call ``reset()``
-        from ``__init__``)."""
+        A fresh instance need not be playable: callers reset before the first step (the
+        program contract, DESIGN.md section 3; its methods are
+        :data:`spade_envs.format_spec.METHODS`)."""
 
     def step_batch(self, calls: Sequence[tuple[EnvSession, str]]) -> list[StepResult | SpadeError]:
         """Step several sessions; each slot holds a result or the error of that session."""
