@@ -81,13 +81,13 @@ class ToolSpecError(EnvProgramError):
 class EnvExecutionError(SpadeError):
     """Environment code raised, hung or broke a limit while running.
 
-    ``kind`` is a short machine-readable verdict: ``error``, ``timeout``, ``memory``,
-    ``output``, ``crash``, ``security``...
+    ``kind`` is a :class:`FailureKind` (a str enum: it equals, formats and serializes as
+    its value, ``"timeout"``); a name that is not one raises ``ValueError``.
     """
 
-    def __init__(self, message: str, kind: str = "error") -> None:
+    def __init__(self, message: str, kind: "FailureKind | str" = "error") -> None:
         super().__init__(message)
-        self.kind = kind
+        self.kind = FailureKind(kind)
 
 
 class EpisodeOverError(SpadeError, RuntimeError):
@@ -145,7 +145,7 @@ class QuarantinedError(UnknownEnvironmentError):
     brings it back). A subclass of :class:`UnknownEnvironmentError`: it cannot be made."""
 
 
-class FailureKind(str, Enum):
+class FailureKind(StrEnum):
     """What went wrong in an episode, as a value callers branch on (never message text).
 
     The execution kinds are those of :class:`EnvExecutionError`; ``open`` is an

@@ -44,3 +44,18 @@ def test_the_prompt_lists_exactly_what_both_runtimes_preload():
     typing_names = [n for n, (mod, _) in PRELUDE_NAMES.items() if mod == "typing"]
     for namespace in (trusted_prelude(), build_base_namespace()):
         assert set(listed) | set(typing_names) <= set(namespace)
+
+
+def test_failure_kinds_are_typed_outside_the_enum_module():
+    """A failure kind is a ``FailureKind`` member wherever code makes or compares one; the
+    enum's module is the only place its values are written as text."""
+    from spade_envs.errors import EnvExecutionError, FailureKind
+
+    values = "|".join(k.value for k in FailureKind)
+    literal = re.compile(rf"""(kind\s*(==|!=|=)\s*|"kind":\s*|kind in \([^)]*)["']({values})["']""")
+    offenders = [f"{_rel(p)}:{i}" for p in PRODUCT if _rel(p) != "spade_envs/errors.py"
+                 for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+                 if literal.search(line) and "``" not in line]
+    assert offenders == []
+    assert EnvExecutionError("x", kind="timeout").kind is FailureKind.TIMEOUT
+    assert f"{FailureKind.TIMEOUT}" == "timeout"  # verdict texts keep the plain name

@@ -21,7 +21,7 @@ from typing import Any
 
 from spade_envs.actions import extract_answer, extract_boxed, parse_tool_calls
 from spade_envs.contract import INFO_NOTE_KEY
-from spade_envs.errors import NO_SOLUTION_STAGE, EnvProgramError, SpadeError
+from spade_envs.errors import NO_SOLUTION_STAGE, EnvProgramError, FailureKind, SpadeError
 from spade_envs.runtime import EnvRuntime, EnvSession
 
 #: The guesses SPADE-style agents (and lazy designers' checkers) try first.
@@ -206,7 +206,7 @@ def play(
         max_call = max(max_call, per_step)
         # a call that timed out loses the whole batch's replies: name the culprit
         culprit = next(
-            (i for i, r in enumerate(results) if isinstance(r, SpadeError) and getattr(r, "kind", "") == "timeout"),
+            (i for i, r in enumerate(results) if isinstance(r, SpadeError) and getattr(r, "kind", "") == FailureKind.TIMEOUT),
             None,
         )
         stop = False
