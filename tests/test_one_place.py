@@ -59,3 +59,20 @@ def test_failure_kinds_are_typed_outside_the_enum_module():
     assert offenders == []
     assert EnvExecutionError("x", kind="timeout").kind is FailureKind.TIMEOUT
     assert f"{FailureKind.TIMEOUT}" == "timeout"  # verdict texts keep the plain name
+
+
+def test_every_error_class_is_in_the_errors_map():
+    """An exception class defined outside ``errors.py`` is named in its docstring's map."""
+    import ast
+
+    import spade_envs.errors as errors
+
+    doc = errors.__doc__
+    missing = []
+    for p in PRODUCT:
+        if _rel(p) == "spade_envs/errors.py":
+            continue
+        for node in ast.parse(p.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef) and node.name.endswith("Error") and f"``{node.name}``" not in doc:
+                missing.append(f"{_rel(p)}:{node.name}")
+    assert missing == []
