@@ -97,19 +97,6 @@ def _fast_spec(seq: int, version: int, max_steps: int | None) -> EnvSpec:
     return spec
 
 
-def register_records(records: Iterable[EnvRecord]) -> int:
-    n = 0
-    for rec in records:
-        if rec.status == "active" or rec.status == "deprecated":
-            spec = spec_for(rec)
-            if spec is None:
-                gym_registry().pop(str(rec.env_id), None)
-                continue
-            gym_registry()[spec.id] = spec
-            n += 1
-    return n
-
-
 def register_seeds() -> int:
     """Register the seed suite without parsing it: a seed's spec needs only its sequence
     number and, when its METADATA sets one, ``max_episode_steps`` (only then is it parsed)."""

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from spade_envs.actions import extract_answer, extract_boxed, parse_tool_calls
+from spade_envs.actions import extract_answer, extract_boxed
 from spade_envs.contract import INFO_NOTE_KEY
 from spade_envs.errors import NO_SOLUTION_STAGE, EnvProgramError, FailureKind, SpadeError
 from spade_envs.runtime import EnvRuntime, EnvSession
@@ -117,10 +117,6 @@ def garbage_probes(tools: list[dict[str, Any]], solution_actions: list[str], lim
 
 def _call(name: str, arguments: dict[str, Any]) -> str:
     return "<tool_call>" + json.dumps({"name": name, "arguments": arguments}) + "</tool_call>"
-
-
-def probe_touches_tools(probe: Probe) -> bool:
-    return any(parse_tool_calls(a) for a in probe.actions)
 
 
 @dataclass
