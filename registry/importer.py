@@ -43,7 +43,7 @@ def spade_skill(filename: str) -> str | None:
 
 
 @dataclass
-class Candidate:
+class ImportedFile:
     """One environment read from a file; ``error`` set when it could not be read."""
 
     file: str  # "env.py" or "pool.jsonl:12" (1-based line)
@@ -70,12 +70,12 @@ def _row_fields(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def read_pool(path: Path) -> Iterator[Candidate]:
+def read_pool(path: Path) -> Iterator[ImportedFile]:
     """Candidates of a JSONL pool: one JSON object per line; blank lines are skipped."""
     try:
         fh = open(path, encoding="utf-8")
     except OSError as exc:
-        yield Candidate(str(path), None, error=f"cannot read: {exc.strerror}")
+        yield ImportedFile(str(path), None, error=f"cannot read: {exc.strerror}")
         return
     with fh:
         for lineno, line in enumerate(fh, 1):
@@ -85,27 +85,27 @@ def read_pool(path: Path) -> Iterator[Candidate]:
             try:
                 row = json.loads(line)
             except ValueError as exc:
-                yield Candidate(where, None, error=f"not valid JSON ({exc})")
+                yield ImportedFile(where, None, error=f"not valid JSON ({exc})")
                 continue
             if not isinstance(row, dict):
-                yield Candidate(where, None, error="row is not a JSON object")
+                yield ImportedFile(where, None, error="row is not a JSON object")
                 continue
             yield _row_candidate(where, row)
 
 
-def _row_candidate(where: str, row: dict[str, Any]) -> Candidate:
+def _row_candidate(where: str, row: dict[str, Any]) -> ImportedFile:
     code = next((row[k] for k in CODE_FIELDS if isinstance(row.get(k), str) and row[k].strip()), None)
     if code is None:
-        return Candidate(where, None, error=f"no code field (expected one of: {', '.join(CODE_FIELDS)})")
-    return Candidate(where, code, _row_fields(row))
+        return ImportedFile(where, None, error=f"no code field (expected one of: {', '.join(CODE_FIELDS)})")
+    return ImportedFile(where, code, _row_fields(row))
 
 
-def read_parquet(path: Path, batch_rows: int = 256) -> Iterator[Candidate]:
+def read_parquet(path: Path, batch_rows: int = 256) -> Iterator[ImportedFile]:
     """Candidates of a Parquet pool, row by row (``file.parquet:N``, 1-based)."""
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        yield Candidate(str(path), None, error="reading Parquet needs pyarrow (pip install pyarrow)")
+        yield ImportedFile(str(path), None, error="reading Parquet needs pyarrow (pip install pyarrow)")
         return
     try:
         pf = pq.ParquetFile(path)
@@ -114,24 +114,24 @@ def read_parquet(path: Path, batch_rows: int = 256) -> Iterator[Candidate]:
         for batch in batches:
             for row in batch.to_pylist():
                 n += 1
-                yield _row_candidate(f"{path}:{n}", row) if isinstance(row, dict) else Candidate(f"{path}:{n}", None, error="row is not a record")
+                yield _row_candidate(f"{path}:{n}", row) if isinstance(row, dict) else ImportedFile(f"{path}:{n}", None, error="row is not a record")
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
-        yield Candidate(str(path), None, error=f"not a readable Parquet file ({str(exc)[:200]})")
+        yield ImportedFile(str(path), None, error=f"not a readable Parquet file ({str(exc)[:200]})")
 
 
-def read_program(path: Path) -> Candidate:
+def read_program(path: Path) -> ImportedFile:
     if path.name.startswith("reject_"):
-        return Candidate(str(path), None, error="a game SPADE itself rejected (reject_*.py); not imported")
+        return ImportedFile(str(path), None, error="a game SPADE itself rejected (reject_*.py); not imported")
     fields = {"skill": spade_skill(path.name)} if spade_skill(path.name) else {}
     try:
-        return Candidate(str(path), path.read_text(encoding="utf-8"), fields)
+        return ImportedFile(str(path), path.read_text(encoding="utf-8"), fields)
     except UnicodeDecodeError:
-        return Candidate(str(path), None, error="not UTF-8 text")
+        return ImportedFile(str(path), None, error="not UTF-8 text")
     except OSError as exc:
-        return Candidate(str(path), None, error=f"cannot read: {exc.strerror}")
+        return ImportedFile(str(path), None, error=f"cannot read: {exc.strerror}")
 
 
-def iter_candidates(paths: Iterable[str | Path]) -> Iterator[Candidate]:
+def iter_candidates(paths: Iterable[str | Path]) -> Iterator[ImportedFile]:
     """Candidates from ``.py`` files, JSONL and Parquet pools and folders holding them
     (sorted; SPADE's ``*.reason.txt`` companions and other files are ignored)."""
     for p in map(Path, paths):
@@ -144,6 +144,6 @@ def iter_candidates(paths: Iterable[str | Path]) -> Iterator[Candidate]:
         elif p.suffix in PARQUET_SUFFIXES and p.exists():
             yield from read_parquet(p)
         elif not p.exists():
-            yield Candidate(str(p), None, error="no such file")
+            yield ImportedFile(str(p), None, error="no such file")
         else:
             yield read_program(p)

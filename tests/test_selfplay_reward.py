@@ -12,7 +12,7 @@ import pytest
 
 from spade_envs.selfplay.config import preset
 from spade_envs.selfplay.replay_buffer import ReplayBuffer, ReplayEntry
-from spade_envs.selfplay.rewards import (Candidate, DesignerLedger, agent_reward, finalize_rewards,
+from spade_envs.selfplay.rewards import (LedgerEntry, DesignerLedger, agent_reward, finalize_rewards,
                                          spade_designer_scale)
 
 
@@ -22,8 +22,8 @@ def _no_hint_fake(hint_once: bool = False):
     buf.add(ReplayEntry("k1", source="a", hint_usable=False))
     buf.add(ReplayEntry("k2", source="b", hint_usable=True))
     led = DesignerLedger("regret", play_window=1)
-    led.add(Candidate("a", "g", 0, True, "k1", skill="s", hint_usable=False))
-    led.add(Candidate("b", "g", 0, True, "k2", skill="s", hint_usable=True))
+    led.add(LedgerEntry("a", "g", 0, True, "k1", skill="s", hint_usable=False))
+    led.add(LedgerEntry("b", "g", 0, True, "k2", skill="s", hint_usable=True))
     return SimpleNamespace(config=SimpleNamespace(hint_once=hint_once), hint_cache={}, plays={}, estimates={},
                            buffer=buf, ledger=led)
 
@@ -90,17 +90,17 @@ def test_only_the_rule_builds_a_regret_estimate_in_selfplay():
 
 def test_blend_without_hint_keeps_only_the_plateau_term():
     led = DesignerLedger("blend", play_window=1)
-    led.add(Candidate("a", "g", 0, True, "k", hint_usable=False))
+    led.add(LedgerEntry("a", "g", 0, True, "k", hint_usable=False))
     led.record_plays("k", [1.0, 0.0], [1.0, 1.0])
     assert led.candidates["a"].reward == pytest.approx(0.6)  # 0.4 * 0 + 0.6 * plateau(0.5)
 
 
 def test_step_timeout_and_hint_once_window():
     led = DesignerLedger("regret", play_window=2, step_timeout_penalty=-0.5)
-    led.add(Candidate("t", "g", 0, True, "slow"))
+    led.add(LedgerEntry("t", "g", 0, True, "slow"))
     led.record_plays("slow", [0.0], [], step_timeout=True)
     assert led.candidates["t"].reward == -0.5
-    led.add(Candidate("w", "h", 0, True, "k"))
+    led.add(LedgerEntry("w", "h", 0, True, "k"))
     led.record_plays("k", [0.0, 0.0], [1.0, 1.0])  # round 1: hinted plays made once
     assert led.candidates["w"].reward is None
     led.record_plays("k", [1.0, 1.0], [])  # round 2: plain plays accumulate, hint reused
@@ -109,8 +109,8 @@ def test_step_timeout_and_hint_once_window():
 
 
 def test_finalize_rewards_centres_per_skill_without_std_and_scales():
-    g1 = [Candidate("a", "g1", 0, True, skill="x", reward=0.9), Candidate("b", "g1", 0, True, skill="x", reward=0.1)]
-    g2 = [Candidate("c", "g2", 0, True, skill="y", reward=0.2), Candidate("d", "g2", 0, False, skill="y", reward=0.0)]
+    g1 = [LedgerEntry("a", "g1", 0, True, skill="x", reward=0.9), LedgerEntry("b", "g1", 0, True, skill="x", reward=0.1)]
+    g2 = [LedgerEntry("c", "g2", 0, True, skill="y", reward=0.2), LedgerEntry("d", "g2", 0, False, skill="y", reward=0.0)]
     assert finalize_rewards([g1, g2], center="skill", scale=2.0) == pytest.approx([0.8, -0.8, 0.2, -0.2])
     assert finalize_rewards([g1], center="none", scale=1.0) == pytest.approx([0.9, 0.1])
     assert spade_designer_scale(256, 16, 32) == 50.0 and spade_designer_scale(16, 16, 2) == 2.0
@@ -140,7 +140,7 @@ def test_envs_per_round_caps_waiting_candidates_too():
     led = DesignerLedger()
     for i in range(5):
         buf.add(ReplayEntry(f"k{i}", source="s", added_round=i))
-        led.add(Candidate(f"c{i}", f"g{i}", i, True, f"k{i}"))
+        led.add(LedgerEntry(f"c{i}", f"g{i}", i, True, f"k{i}"))
     fake = SimpleNamespace(config=SimpleNamespace(envs_per_round=3, replay_share=0.0), ledger=led, buffer=buf, rng=random.Random(0))
     picked = SelfPlayTrainer._pick(fake)
     assert [e.key for e in picked] == ["k0", "k1", "k2"]
@@ -155,7 +155,7 @@ def test_replay_share_keeps_slots_for_replay_entries():
         buf.add(ReplayEntry(f"seed{i}", env_id=f"spade/Env-0000{i + 1}-v0"))
     for i in range(5):
         buf.add(ReplayEntry(f"k{i}", source="s", added_round=i))
-        led.add(Candidate(f"c{i}", f"g{i}", i, True, f"k{i}"))
+        led.add(LedgerEntry(f"c{i}", f"g{i}", i, True, f"k{i}"))
     fake = SimpleNamespace(config=SimpleNamespace(envs_per_round=6, replay_share=0.34), ledger=led, buffer=buf,
                            rng=random.Random(0))
     keys = [e.key for e in SelfPlayTrainer._pick(fake)]
@@ -194,11 +194,11 @@ def test_spade_preset_follows_the_released_recipe():
     assert (args.epsilon, args.epsilon_high, args.temperature, args.scale_rewards) == (0.2, 0.28, 0.6, "none")
     assert args.num_generations == 16 and args.bf16 and args.use_vllm
     led = DesignerLedger.from_config(c)
-    led.add(Candidate("bad", "g", 0, False))  # rejected by acceptance: SPADE pays 0, not a penalty
-    led.add(Candidate("slow", "g", 0, True, "k"))
+    led.add(LedgerEntry("bad", "g", 0, False))  # rejected by acceptance: SPADE pays 0, not a penalty
+    led.add(LedgerEntry("slow", "g", 0, True, "k"))
     led.record_plays("k", [0.0], [], step_timeout=True)
     assert led.candidates["bad"].reward == 0.0 and led.candidates["slow"].reward == -0.5
-    led.add(Candidate("w", "h", 0, True, "w"))
+    led.add(LedgerEntry("w", "h", 0, True, "w"))
     for _ in range(31):
         led.record_plays("w", [0.0], [1.0])
     assert led.candidates["w"].reward is None  # SPADE's 32-rollout reward delay

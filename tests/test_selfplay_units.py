@@ -10,7 +10,7 @@ import pytest
 from spade_envs.agents.api import Episode, PlayTask
 from spade_envs.selfplay.config import SelfPlayConfigError, build_config, preset
 from spade_envs.selfplay.replay_buffer import ReplayBuffer, ReplayEntry
-from spade_envs.selfplay.rewards import Candidate, DesignerLedger, agent_reward, group_advantages
+from spade_envs.selfplay.rewards import LedgerEntry, DesignerLedger, agent_reward, group_advantages
 from spade_envs.selfplay.rollout import SelfPlayRollout, StoredCompletion, agent_prompt, designer_prompt, split_episode
 from spade_envs.selfplay.splits import is_heldout
 
@@ -59,8 +59,8 @@ def test_group_advantages_match_hand_computation():
 
 def test_designer_ledger_delays_regret_by_play_window():
     led = DesignerLedger("regret", invalid_penalty=-1.0, play_window=2)
-    led.add(Candidate("r0-p0-c0", "r0-p0", 0, True, "src:a"))
-    led.add(Candidate("r0-p0-c1", "r0-p0", 0, False, None))
+    led.add(LedgerEntry("r0-p0-c0", "r0-p0", 0, True, "src:a"))
+    led.add(LedgerEntry("r0-p0-c1", "r0-p0", 0, False, None))
     assert led.candidates["r0-p0-c1"].reward == -1.0
     assert led.pending_keys() == ["src:a"] and led.ready_groups() == []
     led.record_plays("src:a", plain=[0.0, 0.0], hint=[1.0])  # window 1 of 2: not yet known
@@ -72,7 +72,7 @@ def test_designer_ledger_delays_regret_by_play_window():
     assert group_advantages([c.reward for c in group], 2)[0] > 0
     assert led.candidates == {}
     blend = DesignerLedger("blend", play_window=1)
-    blend.add(Candidate("x", "g", 0, True, "k"))
+    blend.add(LedgerEntry("x", "g", 0, True, "k"))
     blend.record_plays("k", plain=[1.0, 0.0], hint=[1.0, 1.0])
     # regret .5 -> share 1 -> .4; win rate .5 -> plateau 1 -> .6
     assert blend.candidates["x"].reward == pytest.approx(1.0)

@@ -120,7 +120,7 @@ def _call(name: str, arguments: dict[str, Any]) -> str:
 
 
 @dataclass
-class Episode:
+class ProbeEpisode:
     """What one play produced. ``steps`` holds ``(obs, reward, terminated, truncated)``
     up to the step that ended the episode; ``error`` is the first error, if any."""
 
@@ -166,7 +166,7 @@ def play(
     *,
     want_solution: bool = False,
     deadline: float | None = None,
-) -> Episode:
+) -> ProbeEpisode:
     """Reset ``session`` with ``seed`` and step ``actions`` in batches.
 
     Errors of ``reset()``/``solution()`` propagate (the caller's stage reports them); an
@@ -178,7 +178,7 @@ def play(
     _check(deadline)
     obs0, info0 = session.reset(seed)
     max_call = time.perf_counter() - t0
-    episode = Episode(seed=seed, obs0=obs0)
+    episode = ProbeEpisode(seed=seed, obs0=obs0)
     _note(episode, info0)
     if want_solution:
         t0 = time.perf_counter()
@@ -226,7 +226,7 @@ def play(
     return episode
 
 
-def _note(episode: Episode, info: Any) -> None:
+def _note(episode: ProbeEpisode, info: Any) -> None:
     note = info.get(INFO_NOTE_KEY) if isinstance(info, dict) and info else None
     if isinstance(note, str) and note not in episode.notes and len(episode.notes) < 3:
         episode.notes.append(note)

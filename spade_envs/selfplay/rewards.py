@@ -77,7 +77,7 @@ def regret_estimate(plain: Sequence[float], hint: Sequence[float], *, hint_usabl
 
 
 @dataclass
-class Candidate:
+class LedgerEntry:
     """One designer completion awaiting its reward."""
 
     cid: str  #: unique id, e.g. "r3-p0-c1"
@@ -106,7 +106,7 @@ class DesignerLedger:
         self.invalid_penalty = float(invalid_penalty)
         self.play_window = int(play_window)
         self.step_timeout_penalty = float(step_timeout_penalty)
-        self.candidates: dict[str, Candidate] = {}
+        self.candidates: dict[str, LedgerEntry] = {}
 
     @classmethod
     def from_config(cls, config: Any) -> "DesignerLedger":
@@ -114,12 +114,12 @@ class DesignerLedger:
         ``play_window``, ``step_timeout_penalty``)."""
         return cls(config.reward_mode, config.invalid_penalty, config.play_window, config.step_timeout_penalty)
 
-    def add(self, cand: Candidate) -> None:
+    def add(self, cand: LedgerEntry) -> None:
         if not cand.valid:
             cand.reward = self.invalid_penalty
         self.candidates[cand.cid] = cand
 
-    def _settle(self, cand: Candidate) -> None:
+    def _settle(self, cand: LedgerEntry) -> None:
         if cand.step_timeout:
             cand.regret, cand.reward = 0.0, self.step_timeout_penalty
             return
@@ -157,7 +157,7 @@ class DesignerLedger:
             if cand.env_key == env_key and cand.reward is None:
                 self._settle(cand)
 
-    def finalize_candidate(self, cand: Candidate) -> None:
+    def finalize_candidate(self, cand: LedgerEntry) -> None:
         """Settle one candidate that will never be played (held out, or no room): reward 0."""
         if cand.reward is None:
             cand.regret, cand.reward = None, 0.0
@@ -172,9 +172,9 @@ class DesignerLedger:
                 out.append(key)
         return out
 
-    def ready_groups(self) -> list[list[Candidate]]:
+    def ready_groups(self) -> list[list[LedgerEntry]]:
         """Groups whose every member has a reward, removed from the ledger, oldest first."""
-        groups: dict[str, list[Candidate]] = {}
+        groups: dict[str, list[LedgerEntry]] = {}
         for cand in self.candidates.values():
             groups.setdefault(cand.group, []).append(cand)
         ready = [sorted(g, key=lambda c: c.cid) for g in groups.values() if all(c.reward is not None for c in g)]
@@ -193,11 +193,11 @@ class DesignerLedger:
     def from_json(cls, data: dict[str, Any]) -> "DesignerLedger":
         ledger = cls(data["mode"], data["invalid_penalty"], data["play_window"], data.get("step_timeout_penalty", -1.0))
         for c in data.get("candidates", []):
-            ledger.candidates[c["cid"]] = Candidate(**c)
+            ledger.candidates[c["cid"]] = LedgerEntry(**c)
         return ledger
 
 
-def finalize_rewards(groups: list[list[Candidate]], *, center: str = "none", scale: float = 1.0) -> list[float]:
+def finalize_rewards(groups: list[list[LedgerEntry]], *, center: str = "none", scale: float = 1.0) -> list[float]:
     """The trained rewards of the candidates of ``groups`` (flattened, group-major):
     raw rewards, centred per skill (``center="skill"``, mean only) and multiplied by ``scale``."""
     cands = [c for g in groups for c in g]

@@ -54,7 +54,7 @@ from .config import SelfPlayConfig
 from .design import Proposal, ScriptedSeedVariants, SelfPlayDesigner
 from .registration import Registrar
 from .replay_buffer import ReplayBuffer, ReplayEntry, program_key
-from .rewards import Candidate, DesignerLedger, designer_scale, finalize_rewards, is_step_timeout, regret_estimate
+from .rewards import LedgerEntry, DesignerLedger, designer_scale, finalize_rewards, is_step_timeout, regret_estimate
 from .rollout import SelfPlayRollout, StoredCompletion, agent_prompt, designer_prompt
 from .round_record import AgentStats, DesignerStats, EnvOutcome, ProposalStats, RoundRecord, mean_or_none
 from .splits import is_heldout
@@ -221,7 +221,7 @@ class SelfPlayTrainer:
                         key = None
                 elif key not in self.buffer:
                     key = None
-            cand = Candidate(p.cid, p.group, r, p.valid, key, skill=p.skill,
+            cand = LedgerEntry(p.cid, p.group, r, p.valid, key, skill=p.skill,
                              hint_usable=bool(key and self.buffer.entries[key].hint_usable))
             self.ledger.add(cand)
             if key is None and p.valid:
