@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from . import dist
 from .config import SelfPlayConfig
 from .design import Proposal, ScriptedSeedVariants, SelfPlayDesigner
-from .registration import Registrar
+from .registration import Registrar, RegistrationReport
 from .replay_buffer import ReplayBuffer, ReplayEntry, program_key
 from .rewards import LedgerEntry, DesignerLedger, designer_scale, finalize_rewards, is_step_timeout, regret_estimate
 from .rollout import SelfPlayRollout, StoredCompletion, agent_prompt, designer_prompt
@@ -380,7 +380,7 @@ class SelfPlayTrainer:
         return regret_estimate(kept["plain"], kept["hint"] or self.hint_cache.get(key, []),
                                hint_usable=entry is None or entry.hint_usable)
 
-    def _register(self, round_no: int) -> Any:
+    def _register(self, round_no: int) -> RegistrationReport:
         """The pending programs become one generation; the trainer's tables follow their new ids."""
         report = self.registrar.register(round_no, {p["key"]: self.estimate(p["key"]) for p in self.registrar.pending})
         for key, eid in report.renamed:
