@@ -53,7 +53,7 @@ def spade_skill(filename: str) -> str | None:
 
 
 @dataclass
-class Candidate:
+class ImportedFile:
     """One environment read from a file; ``error`` set when it could not be read."""
 
     file: str  # "env.py" or "pool.jsonl:12" (1-based line)
@@ -80,28 +80,28 @@ def _row_fields(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def read_pool(path: Path) -> Iterator[Candidate]:
+def read_pool(path: Path) -> Iterator[ImportedFile]:
     """Candidates of a JSONL pool: one JSON object per line; blank lines are skipped."""
     try:
         fh = open(path, encoding="utf-8")
     except OSError as exc:
-        yield Candidate(str(path), None, error=f"cannot read: {exc.strerror}")
+        yield ImportedFile(str(path), None, error=f"cannot read: {exc.strerror}")
         return
     with fh:
         for lineno, line in enumerate(_bounded_lines(fh), 1):
             where = f"{path}:{lineno}"
             if line is None:
-                yield Candidate(where, None, error=f"line longer than {MAX_LINE_BYTES} bytes; skipped unread")
+                yield ImportedFile(where, None, error=f"line longer than {MAX_LINE_BYTES} bytes; skipped unread")
                 continue
             if not line.strip():
                 continue
             try:
                 row = loads_bounded(line)
             except ValueError as exc:
-                yield Candidate(where, None, error=f"not valid JSON ({exc})")
+                yield ImportedFile(where, None, error=f"not valid JSON ({exc})")
                 continue
             if not isinstance(row, dict):
-                yield Candidate(where, None, error="row is not a JSON object")
+                yield ImportedFile(where, None, error="row is not a JSON object")
                 continue
             yield _row_candidate(where, row)
 
@@ -121,19 +121,19 @@ def _bounded_lines(fh: Any) -> Iterator[str | None]:
         yield line
 
 
-def _row_candidate(where: str, row: dict[str, Any]) -> Candidate:
+def _row_candidate(where: str, row: dict[str, Any]) -> ImportedFile:
     code = next((row[k] for k in CODE_FIELDS if isinstance(row.get(k), str) and row[k].strip()), None)
     if code is None:
-        return Candidate(where, None, error=f"no code field (expected one of: {', '.join(CODE_FIELDS)})")
-    return Candidate(where, code, _row_fields(row))
+        return ImportedFile(where, None, error=f"no code field (expected one of: {', '.join(CODE_FIELDS)})")
+    return ImportedFile(where, code, _row_fields(row))
 
 
-def read_parquet(path: Path, batch_rows: int = 256) -> Iterator[Candidate]:
+def read_parquet(path: Path, batch_rows: int = 256) -> Iterator[ImportedFile]:
     """Candidates of a Parquet pool, row by row (``file.parquet:N``, 1-based)."""
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        yield Candidate(str(path), None, error="reading Parquet needs pyarrow (pip install pyarrow)")
+        yield ImportedFile(str(path), None, error="reading Parquet needs pyarrow (pip install pyarrow)")
         return
     try:
         pf = pq.ParquetFile(path)
@@ -142,35 +142,35 @@ def read_parquet(path: Path, batch_rows: int = 256) -> Iterator[Candidate]:
         for batch in batches:
             for row in batch.to_pylist():
                 n += 1
-                yield _row_candidate(f"{path}:{n}", row) if isinstance(row, dict) else Candidate(f"{path}:{n}", None, error="row is not a record")
+                yield _row_candidate(f"{path}:{n}", row) if isinstance(row, dict) else ImportedFile(f"{path}:{n}", None, error="row is not a record")
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
-        yield Candidate(str(path), None, error=f"not a readable Parquet file ({str(exc)[:200]})")
+        yield ImportedFile(str(path), None, error=f"not a readable Parquet file ({str(exc)[:200]})")
 
 
-def read_program(path: Path, *, named: bool = True) -> Candidate:
+def read_program(path: Path, *, named: bool = True) -> ImportedFile:
     """One program file (``named``: the caller named this path itself, so a link is followed)."""
     if path.name.startswith("reject_"):
-        return Candidate(str(path), None, error="a game SPADE itself rejected (reject_*.py); not imported")
+        return ImportedFile(str(path), None, error="a game SPADE itself rejected (reject_*.py); not imported")
     fields = {"skill": spade_skill(path.name)} if spade_skill(path.name) else {}
     try:
         target = path.resolve() if named else path  # a path the caller named is read as named
         data = read_inside(target.parent, target.name, MAX_PROGRAM_BYTES)
-        return Candidate(str(path), data.decode("utf-8"), fields)
+        return ImportedFile(str(path), data.decode("utf-8"), fields)
     except UnicodeDecodeError:
-        return Candidate(str(path), None, error="not UTF-8 text")
+        return ImportedFile(str(path), None, error="not UTF-8 text")
     except UnsafePath as exc:
-        return Candidate(str(path), None, error=str(exc))
+        return ImportedFile(str(path), None, error=str(exc))
 
 
-def iter_candidates(paths: Iterable[str | Path], *, named: bool = True) -> Iterator[Candidate]:
+def iter_candidates(paths: Iterable[str | Path], *, named: bool = True) -> Iterator[ImportedFile]:
     """Candidates from ``.py`` files, JSONL and Parquet pools and folders holding them
     (sorted; SPADE's ``*.reason.txt`` companions and other files are ignored; a link
     inside a folder is reported, not followed)."""
     for p in map(Path, paths):
         if not named and p.is_symlink():
-            yield Candidate(str(p), None, error="a symbolic link inside the folder; links are not followed")
+            yield ImportedFile(str(p), None, error="a symbolic link inside the folder; links are not followed")
         elif not named and not (p.is_file() or p.is_dir()):
-            yield Candidate(str(p), None, error="not a regular file; not read")
+            yield ImportedFile(str(p), None, error="not a regular file; not read")
         elif p.is_dir():
             inner = sorted(q for q in p.iterdir()
                            if q.suffix == ".py" or q.suffix in POOL_SUFFIXES or q.suffix in PARQUET_SUFFIXES)
@@ -180,6 +180,6 @@ def iter_candidates(paths: Iterable[str | Path], *, named: bool = True) -> Itera
         elif p.suffix in PARQUET_SUFFIXES and p.exists():
             yield from read_parquet(p)
         elif not p.exists():
-            yield Candidate(str(p), None, error="no such file")
+            yield ImportedFile(str(p), None, error="no such file")
         else:
             yield read_program(p, named=named)

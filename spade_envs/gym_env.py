@@ -45,7 +45,7 @@ import gymnasium as gym
 
 from .solutions import solution_plans
 from .episode import EpisodeLog, coerce_action, coerce_seed, constructor_default, end_reason
-from .errors import EnvExecutionError, EnvProgramError, EpisodeOverError, SpadeError
+from .errors import EnvExecutionError, EnvProgramError, EpisodeOverError, FailureKind, SpadeError
 from .parameters import RESERVED_KEYWORDS
 from .program import TURN_CAP
 from .prompts import SYSTEM_PROMPT, opening_messages
@@ -175,9 +175,9 @@ class SpadeEnv(gym.Env[str, str]):
         self._log.actions.append(action)
         if isinstance(result, SpadeError):
             self._failed = True
-            kind = getattr(result, "kind", None) or getattr(result, "stage", "error")
+            kind = getattr(result, "kind", None) or getattr(result, "stage", FailureKind.ERROR)
             # SPADE's wrapper: a step that raises is ("Error: <message>", -1.0, True, False, {})
-            obs = f"Error: {result}" if kind == "error" else f"Environment error ({kind}): {result}"
+            obs = f"Error: {result}" if kind == FailureKind.ERROR else f"Environment error ({kind}): {result}"
             self._last_obs = obs
             return obs, -1.0, True, False, {"error": str(result), "verdict": kind, "terminated_by": kind,
                                             "turn": self._log.turns}  # SPADE: a crash is -1, terminated

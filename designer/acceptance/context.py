@@ -21,7 +21,7 @@ from spade_envs.runtime import EnvRuntime, EnvSession
 from spade_envs.solutions import solution_readings
 
 from .config import AcceptanceConfig
-from .probes import BudgetExceeded, Episode, play, smoke_actions
+from .probes import BudgetExceeded, ProbeEpisode, play, smoke_actions
 from .verdicts import AcceptanceReport
 
 
@@ -100,7 +100,7 @@ class SingleContext(Context):
     session: EnvSession | None = None
     resets: dict[Any, str] = field(default_factory=dict)  # seed -> first observation
     solutions: dict[Any, str] = field(default_factory=dict)  # seed -> solution() text
-    replays: dict[Any, Any] = field(default_factory=dict)  # seed -> solution play (probes.Episode)
+    replays: dict[Any, Any] = field(default_factory=dict)  # seed -> solution play (probes.ProbeEpisode)
     smoke_plays: list[Any] = field(default_factory=list)
     junk_tried: set[str] = field(default_factory=set)
     garbage_obs: list[tuple[Any, str]] = field(default_factory=list)  # (seed, obs), episode not over
@@ -129,7 +129,7 @@ class SingleContext(Context):
         self.close()
         self.session = self.runtime.open(self.source, kwargs=dict(self.config.env_kwargs), filename=self.filename)
 
-    def play(self, seed: Any, actions: list[str] | tuple[str, ...], *, want_solution: bool = False) -> Episode:
+    def play(self, seed: Any, actions: list[str] | tuple[str, ...], *, want_solution: bool = False) -> ProbeEpisode:
         """One episode from ``reset(seed)`` (:func:`.probes.play`), within the budget."""
         assert self.session is not None
         episode = play(self.runtime, self.session, seed, actions, want_solution=want_solution, deadline=self.deadline)
@@ -138,7 +138,7 @@ class SingleContext(Context):
             self.no_solution = True
         return episode
 
-    def smoke_play(self, seed: Any, index: int) -> Episode:
+    def smoke_play(self, seed: Any, index: int) -> ProbeEpisode:
         """Reset with ``seed`` and step the junk actions (rotated by ``index``)."""
         junk = smoke_actions()
         actions = junk[index % len(junk) :] + junk[: index % len(junk)]

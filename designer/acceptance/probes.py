@@ -19,9 +19,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from spade_envs.actions import extract_answer, extract_boxed, parse_tool_calls
+from spade_envs.actions import extract_answer, extract_boxed
 from spade_envs.contract import INFO_NOTE_KEY
-from spade_envs.errors import NO_SOLUTION_STAGE, EnvExecutionError, EnvProgramError, SpadeError
+from spade_envs.errors import NO_SOLUTION_STAGE, EnvExecutionError, EnvProgramError, FailureKind, SpadeError
 from spade_envs.runtime import EnvRuntime, EnvSession
 
 #: SPADE's loader (``_validate_game_execution``): after ``reset(seed=42)`` these three
@@ -35,7 +35,7 @@ SPADE_PROBE_ACTIONS: tuple[str, ...] = ("\\boxed{1}", "\\boxed{test}", "\\boxed{
 def raised_in_program(exc: BaseException | None) -> bool:
     """Whether a step's error is the program raising an exception (SPADE plays it as a
     lost episode), not a hang, a limit, the jail or a broken format (refused)."""
-    return isinstance(exc, EnvExecutionError) and getattr(exc, "kind", None) == "error"
+    return isinstance(exc, EnvExecutionError) and getattr(exc, "kind", None) == FailureKind.ERROR
 
 
 #: The guesses SPADE-style agents (and lazy designers' checkers) try first.
@@ -133,12 +133,8 @@ def _call(name: str, arguments: dict[str, Any]) -> str:
     return "<tool_call>" + json.dumps({"name": name, "arguments": arguments}) + "</tool_call>"
 
 
-def probe_touches_tools(probe: Probe) -> bool:
-    return any(parse_tool_calls(a) for a in probe.actions)
-
-
 @dataclass
-class Episode:
+class ProbeEpisode:
     """What one play produced. ``steps`` holds ``(obs, reward, terminated, truncated)``
     up to the step that ended the episode; ``error`` is the first error, if any."""
 
@@ -184,7 +180,7 @@ def play(
     *,
     want_solution: bool = False,
     deadline: float | None = None,
-) -> Episode:
+) -> ProbeEpisode:
     """Reset ``session`` with ``seed`` and step ``actions`` in batches.
 
     Errors of ``reset()``/``solution()`` propagate (the caller's stage reports them); an
@@ -196,7 +192,7 @@ def play(
     _check(deadline)
     obs0, info0 = session.reset(seed)
     max_call = time.perf_counter() - t0
-    episode = Episode(seed=seed, obs0=obs0)
+    episode = ProbeEpisode(seed=seed, obs0=obs0)
     _note(episode, info0)
     if want_solution:
         t0 = time.perf_counter()
@@ -220,7 +216,7 @@ def play(
         max_call = max(max_call, per_step)
         # a call that timed out loses the whole batch's replies: name the culprit
         culprit = next(
-            (i for i, r in enumerate(results) if isinstance(r, SpadeError) and getattr(r, "kind", "") == "timeout"),
+            (i for i, r in enumerate(results) if isinstance(r, SpadeError) and getattr(r, "kind", "") == FailureKind.TIMEOUT),
             None,
         )
         stop = False
@@ -244,7 +240,7 @@ def play(
     return episode
 
 
-def _note(episode: Episode, info: Any) -> None:
+def _note(episode: ProbeEpisode, info: Any) -> None:
     note = info.get(INFO_NOTE_KEY) if isinstance(info, dict) and info else None
     if isinstance(note, str) and note not in episode.notes and len(episode.notes) < 3:
         episode.notes.append(note)

@@ -7,6 +7,11 @@ Advantages are TRL's (``scale_rewards="group"``: ``(r - mean) / (std + 1e-4)`` w
 unbiased std; ``"none"``: only centred, as SPADE) — :func:`group_advantages` is the hand
 computation the tests compare TRL against.
 
+Regret (:func:`regret_estimate`, the ONE place of the rule "no usable hint -> regret 0",
+used by the ledger, the round's per-environment settlement and the registry's stored
+scores): the estimate over hinted and plain returns; without a usable hint, or without a
+hinted play, the hinted returns are the plain ones, so regret is 0.
+
 Designer (:class:`DesignerLedger`): a candidate the acceptance pipeline rejects gets
 ``invalid_penalty`` at once; an accepted one waits for plays of its environment during
 ``play_window`` rounds. Its raw reward is ``RegretEstimate.designer_reward(mode)`` over
@@ -23,7 +28,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:
+    from ..designer.regret import RegretEstimate
 
 GROUP_EPS = 1e-4  #: TRL's epsilon in the group normalization
 
@@ -58,8 +66,18 @@ def is_step_timeout(episode: Any) -> bool:
     return getattr(getattr(episode, "error", None), "kind", None) is FailureKind.TIMEOUT
 
 
+def regret_estimate(plain: Sequence[float], hint: Sequence[float], *, hint_usable: bool) -> "RegretEstimate":
+    """The regret estimate of an environment from its plain and hinted returns: the one
+    rule of self-play. Without a usable hint (``hint_usable`` False: the hinted plays would
+    only measure noise) or without any hinted return, the hinted returns are the plain
+    ones, so ``regret`` is 0 and both win rates are the plain one; ``plain`` must not be empty."""
+    from ..designer.regret import RegretEstimate
+
+    return RegretEstimate.from_rewards(hint if hint_usable and hint else plain, plain)
+
+
 @dataclass
-class Candidate:
+class LedgerEntry:
     """One designer completion awaiting its reward."""
 
     cid: str  #: unique id, e.g. "r3-p0-c1"
@@ -88,29 +106,29 @@ class DesignerLedger:
         self.invalid_penalty = float(invalid_penalty)
         self.play_window = int(play_window)
         self.step_timeout_penalty = float(step_timeout_penalty)
-        self.candidates: dict[str, Candidate] = {}
+        self.candidates: dict[str, LedgerEntry] = {}
 
-    def add(self, cand: Candidate) -> None:
+    @classmethod
+    def from_config(cls, config: Any) -> "DesignerLedger":
+        """The ledger of a run's settings (``reward_mode``, ``invalid_penalty``,
+        ``play_window``, ``step_timeout_penalty``)."""
+        return cls(config.reward_mode, config.invalid_penalty, config.play_window, config.step_timeout_penalty)
+
+    def add(self, cand: LedgerEntry) -> None:
         if not cand.valid:
             cand.reward = self.invalid_penalty
         self.candidates[cand.cid] = cand
 
-    def _settle(self, cand: Candidate) -> None:
-        from ..designer.regret import RegretEstimate
-
+    def _settle(self, cand: LedgerEntry) -> None:
         if cand.step_timeout:
             cand.regret, cand.reward = 0.0, self.step_timeout_penalty
             return
         if not cand.plain:
             cand.regret, cand.reward = None, 0.0
             return
-        est = RegretEstimate.from_rewards(cand.hint or cand.plain, cand.plain)
+        est = regret_estimate(cand.plain, cand.hint, hint_usable=cand.hint_usable)
         cand.win_rate_plain, cand.win_rate_hint = est.win_rate_plain, est.win_rate_hint
-        if cand.hint_usable and cand.hint:
-            cand.regret, cand.reward = est.regret, est.designer_reward(self.mode)
-        else:  # no usable hint: regret 0 (the hinted plays would only measure noise)
-            flat = RegretEstimate.from_rewards(cand.plain, cand.plain)
-            cand.regret, cand.reward = 0.0, flat.designer_reward(self.mode)
+        cand.regret, cand.reward = est.regret, est.designer_reward(self.mode)
 
     def record_plays(self, env_key: str, plain: Sequence[float], hint: Sequence[float], *,
                      step_timeout: bool = False) -> None:
@@ -139,7 +157,7 @@ class DesignerLedger:
             if cand.env_key == env_key and cand.reward is None:
                 self._settle(cand)
 
-    def finalize_candidate(self, cand: Candidate) -> None:
+    def finalize_candidate(self, cand: LedgerEntry) -> None:
         """Settle one candidate that will never be played (held out, or no room): reward 0."""
         if cand.reward is None:
             cand.regret, cand.reward = None, 0.0
@@ -154,9 +172,9 @@ class DesignerLedger:
                 out.append(key)
         return out
 
-    def ready_groups(self) -> list[list[Candidate]]:
+    def ready_groups(self) -> list[list[LedgerEntry]]:
         """Groups whose every member has a reward, removed from the ledger, oldest first."""
-        groups: dict[str, list[Candidate]] = {}
+        groups: dict[str, list[LedgerEntry]] = {}
         for cand in self.candidates.values():
             groups.setdefault(cand.group, []).append(cand)
         ready = [sorted(g, key=lambda c: c.cid) for g in groups.values() if all(c.reward is not None for c in g)]
@@ -175,11 +193,11 @@ class DesignerLedger:
     def from_json(cls, data: dict[str, Any]) -> "DesignerLedger":
         ledger = cls(data["mode"], data["invalid_penalty"], data["play_window"], data.get("step_timeout_penalty", -1.0))
         for c in data.get("candidates", []):
-            ledger.candidates[c["cid"]] = Candidate(**c)
+            ledger.candidates[c["cid"]] = LedgerEntry(**c)
         return ledger
 
 
-def finalize_rewards(groups: list[list[Candidate]], *, center: str = "none", scale: float = 1.0) -> list[float]:
+def finalize_rewards(groups: list[list[LedgerEntry]], *, center: str = "none", scale: float = 1.0) -> list[float]:
     """The trained rewards of the candidates of ``groups`` (flattened, group-major):
     raw rewards, centred per skill (``center="skill"``, mean only) and multiplied by ``scale``."""
     cands = [c for g in groups for c in g]
