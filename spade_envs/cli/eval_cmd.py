@@ -247,10 +247,10 @@ def register(app: typer.Typer) -> None:
         cats = [c for item in category for c in item.split(",") if c] or None
         options = {"category": cats, "limit": limit, "split": split, "seeds": seeds, "generation": generation,
                    "skill": skill, "tags": tag}
-        if suite in RESUMABLE:
-            options.update(max_turns=max_turns, include_unverified=include_unverified, max_new_tokens=max_new_tokens)
         if suite == "reasoning-gym":
             options.update(level=level, tasks=rg_task, config=rg_config, episodes=episodes)
+        if suite in RESUMABLE:
+            options.update(max_turns=max_turns, include_unverified=include_unverified, max_new_tokens=max_new_tokens)
         elif resume:
             raise fail(f"--resume: the {suite} suite scores its entries all at once; "
                        f"runs of {', '.join(RESUMABLE)} can be resumed", 2)
