@@ -4,6 +4,11 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 import yaml
 from hub_server import HubServer
@@ -46,21 +51,23 @@ def test_export_writes_the_manifest_deterministically(tmp_path):
 
 
 def test_push_publishes_it_and_load_dataset_still_reads_the_rows(tmp_path, hub, monkeypatch):
-    import datasets
-    from huggingface_hub import hf_hub_download
-
-    monkeypatch.setattr(datasets.config, "USE_PARQUET_EXPORT", False)
     with Registry.open(tmp_path / "r.sqlite3") as reg:
         reg.add(synthetic_source(1), generation=1)
         pushed = hub_sync.push(reg.list(seeds=True), "me/envs")
     files = hub.repos["me/envs"].commits[pushed["commit"]]["files"]
     assert "environment.yaml" in files
-    path = hf_hub_download("me/envs", "environment.yaml", repo_type="dataset", cache_dir=str(tmp_path / "hf"))
-    _check(yaml.safe_load(open(path, encoding="utf-8")), ["gen-0000", "gen-0001"])
-    cache = str(tmp_path / "cache")
-    full = datasets.load_dataset("me/envs", split="train", cache_dir=cache)
-    assert len(full) == len(seed_records()) + 1
-    gen1 = datasets.load_dataset("me/envs", "gen-0001", split="train", cache_dir=cache)
-    assert gen1["env_id"] == ["spade/Env-01000-v0"]
+    _check(yaml.safe_load(files["environment.yaml"]), ["gen-0000", "gen-0001"])
+    # a reader of its own (a fresh process: the Hub libraries read HF_ENDPOINT when imported)
+    script = (
+        "import datasets, json\n"
+        "datasets.config.USE_PARQUET_EXPORT = False\n"
+        f"c = {str(tmp_path / 'cache')!r}\n"
+        "full = datasets.load_dataset('me/envs', split='train', cache_dir=c)\n"
+        "gen1 = datasets.load_dataset('me/envs', 'gen-0001', split='train', cache_dir=c)\n"
+        "print(json.dumps([len(full), list(gen1['env_id'])]))\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "HF_HUB_OFFLINE": "0"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [len(seed_records()) + 1, ["spade/Env-01000-v0"]]
     with Registry.open(tmp_path / "fresh.sqlite3") as fresh:  # and pull ignores the file
         assert hub_sync.pull(fresh, "me/envs")["added"] == 1
