@@ -18,11 +18,36 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..errors import AgentError
 from .api import Backend, Generation
+
+
+EXTENSIONS: dict[str, Any] = {"logprobs": True, "return_token_ids": True}
+"""Optional request fields beyond the core chat completions body (logprobs, vLLM's ids)."""
+
+_REJECTED: dict[str, set[str]] = {}  # endpoint URL -> extension fields its server refused
+_REJECTED_LOCK = threading.Lock()
+
+
+def rejected_extensions(url: str) -> frozenset[str]:
+    """The extension fields the server at ``url`` has refused in this process."""
+    with _REJECTED_LOCK:
+        return frozenset(_REJECTED.get(endpoint_url(url), ()))
+
+
+def _named_fields(status: int, text: str, sent: list[str]) -> list[str]:
+    """The sent extension fields a 4xx answer names (all of them for a bare 400/422)."""
+    if not 400 <= status < 500:
+        return []
+    named = [f for f in sent if re.search(rf"\b{re.escape(f)}\b", text)]
+    if named:
+        return named
+    return list(sent) if status in (400, 422) else []
 
 
 def endpoint_url(url: str) -> str:
@@ -101,16 +126,20 @@ class OpenAIBackend(Backend):
         return list(self._pool.map(self._complete, bodies))
 
     def _complete(self, body: dict[str, Any]) -> Generation:
-        if self.extensions:
-            data = self._post({**body, "logprobs": True, "return_token_ids": True}, allow_400=True)
-            if data is None:  # the server rejects the extension fields
-                self.extensions = False
-                data = self._post(body)
-        else:
-            data = self._post(body)
-        return parse_response(data)
+        while True:
+            sent = [] if not self.extensions else [f for f in EXTENSIONS if f not in rejected_extensions(self.url)]
+            resp = self._send({**body, **{f: EXTENSIONS[f] for f in sent}})
+            refused = _named_fields(resp.status_code, resp.text, sent) if sent else []
+            if not refused:
+                return parse_response(self._json(resp))
+            with _REJECTED_LOCK:  # remembered for this server; retry without the refused fields
+                _REJECTED.setdefault(self.url, set()).update(refused)
 
-    def _post(self, body: dict[str, Any], allow_400: bool = False) -> dict | None:
+    def _post(self, body: dict[str, Any]) -> dict:
+        """The JSON answer to one request (an :class:`AgentError` for anything else)."""
+        return self._json(self._send(body))
+
+    def _send(self, body: dict[str, Any]) -> Any:
         import httpx
 
         try:
@@ -119,8 +148,9 @@ class OpenAIBackend(Backend):
             raise AgentError(f"{self.url} did not answer in time; raise timeout_s or check the server") from None
         except httpx.HTTPError as exc:
             raise AgentError(f"cannot reach {self.url}: {exc}; is the server running?") from None
-        if resp.status_code == 400 and allow_400:
-            return None
+        return resp
+
+    def _json(self, resp: Any) -> dict:
         if resp.status_code != 200:
             raise AgentError(f"{self.url} answered HTTP {resp.status_code}: {resp.text[:300]}")
         try:

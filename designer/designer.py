@@ -54,6 +54,13 @@ DESIGN_STAGES = ("propose", "accept", "repair", "register", "score")
 ProgressFn = Callable[[str, int, int], None]
 
 
+def chat_batch(model: str, n: int) -> int:
+    """Conversations per designer ``chat`` call: one for a local transformers model (on a
+    CPU a batch is hardly faster than its answers one by one, and the bar then moves per
+    answer), all of them for batching servers (vllm, openai)."""
+    return 1 if str(model).startswith("transformers:") else max(1, n)
+
+
 @dataclass
 class DesignConfig:
     """Knobs of a design run (the CLI's options)."""
@@ -267,12 +274,11 @@ class EnvironmentDesigner(LazyDesignerDeps):
                 break
             stage = "propose" if round_no == 0 else "repair"
             t = time.perf_counter()
-            answers = self._chat([c.conversation for c in open_], round_no)
+            base = 0 if stage == "propose" else total_attempts - cfg.n - len(open_)  # repair answers so far
+            planned = cfg.n if stage == "propose" else total_attempts - cfg.n
+            answers = self._chat([c.conversation for c in open_], round_no,
+                                 lambda done: self.progress(stage, base + done, planned))
             seconds[stage] += time.perf_counter() - t
-            if stage == "repair":
-                self.progress(stage, round_no, cfg.max_repairs)
-            else:
-                self.progress(stage, cfg.n, cfg.n)
             still_open = []
             for c, answer in zip(open_, answers):
                 t = time.perf_counter()
@@ -299,15 +305,25 @@ class EnvironmentDesigner(LazyDesignerDeps):
                 seconds["score"] += time.perf_counter() - t
         return DesignRun(generation=generation, candidates=candidates, seconds=seconds)
 
-    def _chat(self, conversations: list[list[dict]], round_no: int) -> list[str | None]:
+    def _chat(self, conversations: list[list[dict]], round_no: int,
+              on_answers: Callable[[int], None] | None = None) -> list[str | None]:
+        """The designer's answers, generated ``chat_batch`` conversations at a time
+        (:func:`chat_batch`); ``on_answers(done)`` after each batch (the progress bar)."""
         cfg = self.config
-        try:
-            gens = self.backend.chat(conversations, max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
-                                     seed=cfg.seed + round_no)
-            return [g.text for g in gens]
-        except SpadeError as exc:
-            self._backend_error = str(exc)
-            return [None] * len(conversations)
+        step = chat_batch(cfg.model, len(conversations))
+        out: list[str | None] = []
+        for start in range(0, len(conversations), step):
+            part = conversations[start:start + step]
+            try:
+                gens = self.backend.chat(part, max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
+                                         seed=cfg.seed + round_no + start)
+                out.extend(g.text for g in gens)
+            except SpadeError as exc:
+                self._backend_error = str(exc)
+                out.extend([None] * len(part))
+            if on_answers is not None:
+                on_answers(len(out))
+        return out
 
     def _evaluate(self, c: Candidate, answer: str | None, round_no: int, pipeline: AcceptancePipeline) -> Attempt:
         t0 = time.perf_counter()

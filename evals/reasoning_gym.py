@@ -110,29 +110,55 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+#: Episodes per ``Agent.play`` call: small enough that the progress bar (one step per
+#: scored episode) moves every few episodes on a CPU, large enough to batch generation.
+BATCH_SIZE = 8
+
+
+def row_key(task_id: str, seed: int) -> str:
+    """The key of an episode's row in an interrupted run's partial results."""
+    return f"{task_id}#{seed}"
+
+
 def run_reasoning_gym(agent: Any, tasks: Sequence[RGTask], *, episodes: int = 8, seed0: int = 0,
-                      max_turns: int | None = None, batch_size: int = 32, progress: bool = False,
-                      on_scored: Callable[[int], None] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+                      max_turns: int | None = None, batch_size: int = BATCH_SIZE, progress: bool = False,
+                      on_scored: Callable[[int], None] | None = None,
+                      finished: dict[str, dict[str, Any]] | None = None,
+                      on_row: Callable[[str, dict[str, Any]], None] | None = None
+                      ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Play ``episodes`` episodes of every task with ``agent`` (batches of ``batch_size``
-    episodes, one ``Agent.play`` call each) and score them."""
+    episodes, one ``Agent.play`` call each) and score them. ``finished`` rows (by
+    :func:`row_key`, from an interrupted run) are kept, not played again; ``on_row(key,
+    row)`` is called as each episode is scored (the CLI writes it down at once)."""
+    done = dict(finished or {})
     plays = play_tasks(tasks, episodes, seed0=seed0, max_turns=max_turns)
     by_id = {t.task_id: t for t in tasks}
-    rows: list[dict[str, Any]] = []
-    for start in range(0, len(plays), max(1, batch_size)):
-        chunk = plays[start:start + batch_size]
+    keys = [row_key(p.env_id, p.seed) for p in plays]
+    if on_scored is not None and done:
+        on_scored(sum(1 for k in keys if k in done))
+    todo = [p for p, k in zip(plays, keys) if k not in done]
+    for start in range(0, len(todo), max(1, batch_size)):
+        chunk = todo[start:start + max(1, batch_size)]
         for play, ep in zip(chunk, agent.play(chunk, progress=progress)):
-            rows.append(score_row(by_id[play.env_id], ep))
+            key = row_key(play.env_id, play.seed)
+            done[key] = score_row(by_id[play.env_id], ep)
+            if on_row is not None:
+                on_row(key, done[key])
             if on_scored is not None:
                 on_scored(1)
+    rows = [done[k] for k in keys]
     return rows, summarize(rows)
 
 
 def run_suite(agent: str, *, level: str = "hard", task_names: list[str] | None = None,
               config_items: list[str] | None = None, episodes: int | None = None, limit: int | None = None,
-              max_new_tokens: int = 256, show: bool = False
+              max_new_tokens: int = 256, show: bool = False,
+              finished: dict[str, dict[str, Any]] | None = None,
+              on_row: Callable[[str, dict[str, Any]], None] | None = None
               ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
     """``spade eval --suite reasoning-gym``: rows, summary and the run's settings
-    (``show``: a progress bar on stderr)."""
+    (``show``: a progress bar on stderr, one step per scored episode). ``limit`` counts
+    TASKS (each plays ``episodes`` episodes); ``finished``/``on_row``: partial results."""
     tasks = select_tasks(level, task_names or None, parse_overrides(list(config_items or [])))
     if limit is not None:
         tasks = tasks[:limit]
@@ -140,9 +166,11 @@ def run_suite(agent: str, *, level: str = "hard", task_names: list[str] | None =
     runner = load_rg_agent(agent, max_new_tokens=max_new_tokens)  # a bad agent fails before the bar
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=len(tasks) * n, desc="reasoning-gym", unit="ep", disable=not show, leave=False)
+    bar = tqdm(total=len(tasks) * n, desc=f"reasoning-gym ({len(tasks)} tasks x {n} episodes)", unit="ep",
+               disable=not show, leave=False, dynamic_ncols=True)
     try:
-        rows, summary = run_reasoning_gym(runner, tasks, episodes=n, on_scored=bar.update)
+        rows, summary = run_reasoning_gym(runner, tasks, episodes=n, on_scored=bar.update, finished=finished,
+                                          on_row=on_row)
     finally:
         bar.close()
         runner.close()

@@ -3,6 +3,7 @@
 ``export(records, DIR)`` writes::
 
     DIR/README.md                                   dataset card: YAML configs, license, provenance
+    DIR/environment.yaml                            the Hub's environment description (hub_env_manifest)
     DIR/data/gen-0000/train-00000-of-00001.parquet  one folder per generation (0 = seed suite)
     DIR/data/gen-0001/...
 
@@ -141,8 +142,13 @@ def export(records: Iterable[EnvRecord], out_dir: str | Path, *, max_generation:
         files.append(str(path.relative_to(out)))
     digest = content_digest([r for g in sorted(groups) for r in groups[g]])
     (out / "README.md").write_text(card_text(groups, digest, license=license, origin=origin, repo=repo), encoding="utf-8")
-    return {"dir": str(out), "generations": sorted(groups), "rows": sum(map(len, groups.values())),
-            "files": ["README.md", *files], "content_sha256": digest}
+    from .hub_env_manifest import FILENAME as MANIFEST
+    from .hub_env_manifest import manifest_text
+
+    total = sum(map(len, groups.values()))
+    (out / MANIFEST).write_text(manifest_text([gen_name(g) for g in sorted(groups)], total), encoding="utf-8")
+    return {"dir": str(out), "generations": sorted(groups), "rows": total,
+            "files": ["README.md", *files], "manifest": MANIFEST, "content_sha256": digest}
 
 
 def read_rows(folder: str | Path) -> list[dict[str, Any]]:

@@ -132,7 +132,7 @@ def push(records: Iterable[EnvRecord], repo_id: str, *, generation: int | None =
                         f"{repo_id} holds {len(missing)} environment(s) this registry does not have as published "
                         f"(e.g. {sorted(missing)[0]}): run `spade registry pull {repo_id}` first (it merges, "
                         "renumbering your unpublished entries), then push again")
-            local = set(summary["files"])
+            local = {*summary["files"], summary["manifest"]}  # the card, the data, environment.yaml
             ops: list[Any] = [CommitOperationAdd(path_in_repo=f, path_or_fileobj=str(Path(tmp) / f)) for f in sorted(local)]
             ops += [CommitOperationDelete(path_in_repo=f) for f in sorted(remote - local) if f.startswith("data/")]
             gens = ", ".join(gen_name(g) for g in summary["generations"])

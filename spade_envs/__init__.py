@@ -20,9 +20,10 @@ from .errors import (  # noqa: E402
 
 
 #: Interop entry points, imported on first use: ``load_environment`` (verifiers /
-#: Environments Hub), ``create_dataset`` and ``score_answer`` (reasoning-gym's shape).
+#: Environments Hub), ``create_dataset`` and ``score_answer`` (reasoning-gym's shape),
+#: ``register_reasoning_gym`` (registers the ids with reasoning-gym's own factory).
 _INTEROP = {"load_environment": ".integrations.verifiers", "create_dataset": ".integrations.answer_datasets",
-            "score_answer": ".integrations.answer_datasets"}
+            "score_answer": ".integrations.answer_datasets", "register_reasoning_gym": ".integrations.rg_datasets"}
 
 
 def __getattr__(name: str):
@@ -107,5 +108,6 @@ __all__ = [
     "make_parallel",
     "score_answer",
     "refresh",
+    "register_reasoning_gym",
     "__version__",
 ]

@@ -224,6 +224,9 @@ class SpadeEnv(gym.Env[str, str]):
         return "\n".join(self.solution_actions())
 
     def solution_actions(self) -> list[str]:
+        """The reference's winning actions from the current state: the whole sequence in a
+        single-player environment; in a game against a built-in opponent only the next
+        move (the opponent's replies are not known in advance: ask again after each step)."""
         plans = solution_plans(self._session.solution(), self._session.tools, self._first_obs)  # acceptance's form:
         return plans[min(_solution_form(self.spade_metadata), len(plans) - 1)]
 

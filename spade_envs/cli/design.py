@@ -3,7 +3,8 @@
 Proposes N environments with the designer model, runs each through the acceptance
 pipeline (with repairs), registers the accepted ones as a new generation of the local
 registry (``SPADE_HOME``) and scores them (hinted and plain plays). Shows a progress bar
-per stage on stderr and a summary table (proposed, accepted, rejected per stage, mean
+per stage on stderr (propose and repair move per generated answer with a local
+transformers model) and a summary table (proposed, accepted, rejected per stage, mean
 regret, win rates); ``--json`` prints exactly one JSON object on stdout instead:
 ``{"generation", "proposed", "attempts", "accepted", "registered", "rejected": {stage: n},
 "rejected_attempts": {stage: n},
@@ -24,6 +25,10 @@ import json
 from typing import Any, Optional
 
 import typer
+
+#: designer tokens per answer for ``--model transformers:tiny-random`` (its answers are
+#: random text: a smoke run of the pipeline, which must finish in well under a minute)
+SMOKE_MAX_NEW_TOKENS = 48
 
 
 def _progress(enabled: bool) -> tuple[Any, Any]:
@@ -95,7 +100,10 @@ def register(app: typer.Typer) -> None:
         plain_plays: int = typer.Option(4, "--plain-plays", "--n-plain", min=1,
                                         help="plain plays per accepted environment"),
         max_turns: int = typer.Option(6, "--max-turns", min=1, help="turns per play"),
-        max_new_tokens: int = typer.Option(1536, "--max-new-tokens", min=16, help="designer tokens per answer"),
+        max_new_tokens: Optional[int] = typer.Option(
+            None, "--max-new-tokens", min=16,
+            help=f"designer tokens per answer (default 1536; {SMOKE_MAX_NEW_TOKENS} for the tiny random model, "
+                 "a smoke run)"),
         temperature: float = typer.Option(0.7, "--temperature", min=0.0, help="designer sampling temperature"),
         reward_mode: str = typer.Option("regret", "--reward-mode", help="regret, blend or solve_rate"),
         seed: int = typer.Option(0, "--seed", help="sampling seed (skills, modes, documents, generation)"),
@@ -118,6 +126,8 @@ def register(app: typer.Typer) -> None:
             return
         if parent:
             raise fail("--parent goes with --mode params", 2)
+        if max_new_tokens is None:
+            max_new_tokens = SMOKE_MAX_NEW_TOKENS if model.endswith(":tiny-random") else 1536
         try:
             config = DesignConfig(
                 n=n, model=model, skill=skill, mode=mode, corpus=corpus, seed=seed, max_repairs=max_repairs,

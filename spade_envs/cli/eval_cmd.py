@@ -6,7 +6,7 @@ the suite's headline (:func:`spade_envs.evals.report.headline_text`), or with ``
 "entries": [{"id", "passed", ...}], ...}``. For ``bfcl-v4-multi-turn`` each verdict is
 also checked against BFCL's own checker (``summary.agreement``) unless ``--no-agreement``.
 
-Interruptions: the registry and games suites write each finished entry to
+Interruptions: the registry, games and reasoning-gym suites write each finished entry to
 ``<out>/entries.partial.jsonl`` as it finishes (:mod:`spade_envs.evals.partial_results`);
 Ctrl-C prints where they are and exits with status 130 (no traceback); ``--resume``
 completes the run without replaying finished entries. Results carry the run's name
@@ -145,7 +145,7 @@ def _run_acebench(suite: str, agent: str, categories: list[str] | None, limit: i
                            "runtime": "in-process (--trust-remote-code)" if trust else "sandbox"}
 
 
-RESUMABLE = ("registry", "games")
+RESUMABLE = ("registry", "games", "reasoning-gym")
 
 
 def _open_partial(folder: Path, run: dict[str, Any], resume: bool, force: bool, *, enabled: bool) -> Any:
@@ -200,7 +200,9 @@ def register(app: typer.Typer) -> None:
         suite: str = typer.Option(..., "--suite", help=f"one of: {', '.join(SUITES)}"),
         agent: str = typer.Option(..., "--agent", help="BACKEND:MODEL, e.g. transformers:default or replay:reference"),
         category: list[str] = typer.Option([], "--category", help="BFCL/ACEBench category (repeatable)"),
-        limit: int | None = typer.Option(None, "--limit", min=1, help="at most N entries / environments"),
+        limit: int | None = typer.Option(None, "--limit", min=1,
+                                         help="at most N entries / environments; reasoning-gym: N tasks "
+                                              "(each plays --episodes episodes)"),
         split: str | None = typer.Option(None, "--split", help="registry split: all, train or heldout"),
         out: Path | None = typer.Option(None, "--out", help="report folder (default ./spade-eval/<suite>__<agent>)"),
         as_json: bool = typer.Option(False, "--json", help="print one JSON object on stdout"),
@@ -221,9 +223,10 @@ def register(app: typer.Typer) -> None:
         name: str | None = typer.Option(None, "--name", help="the run's name in results and leaderboards "
                                                             "(default: the --out folder's name)"),
         resume: bool = typer.Option(False, "--resume", help="complete the interrupted run in --out "
-                                                            "(registry and games suites)"),
+                                                            "(registry, games and reasoning-gym suites)"),
         force: bool = typer.Option(False, "--force", help="start over even if --out holds an interrupted run"),
-        level: str = typer.Option("hard", "--level", help="reasoning-gym: easy or hard (the RG hard split)"),
+        level: str = typer.Option("hard", "--level", help="reasoning-gym: easy or hard (default hard: SPADE's "
+                                                          "RG hard split)"),
         rg_task: list[str] = typer.Option([], "--task", help="reasoning-gym: only this task (repeatable)"),
         rg_config: list[str] = typer.Option([], "--config", help="reasoning-gym: KEY=VALUE or TASK.KEY=VALUE (repeatable)"),
         episodes: int | None = typer.Option(None, "--episodes", min=1, help="reasoning-gym: episodes per task (8)"),
@@ -244,6 +247,8 @@ def register(app: typer.Typer) -> None:
         cats = [c for item in category for c in item.split(",") if c] or None
         options = {"category": cats, "limit": limit, "split": split, "seeds": seeds, "generation": generation,
                    "skill": skill, "tags": tag}
+        if suite == "reasoning-gym":
+            options.update(level=level, tasks=rg_task, config=rg_config, episodes=episodes)
         if suite in RESUMABLE:
             options.update(max_turns=max_turns, include_unverified=include_unverified, max_new_tokens=max_new_tokens)
         elif resume:
@@ -271,7 +276,7 @@ def register(app: typer.Typer) -> None:
 
                 rows, summary, extra = run_suite(agent, level=level, task_names=rg_task, config_items=rg_config,
                                                  episodes=episodes, limit=limit, max_new_tokens=max_new_tokens,
-                                                 show=progress)
+                                                 show=progress, finished=dict(partial.rows), on_row=partial.add)
             elif suite == "bfcl-v4-multi-turn":
                 rows, summary, extra = _run_bfcl(agent, cats, limit, agreement, progress, max_new_tokens)
             else:

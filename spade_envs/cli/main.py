@@ -97,12 +97,28 @@ EXTRAS = {
 }
 
 
-def missing_extra(module: str) -> str | None:
+#: commands whose whole dependency set is one extra: a missing module of it names that
+#: extra at once (``selfplay`` needs ``[train]``, which brings ``[agents]`` too), so the
+#: user installs once instead of meeting one extra after the other
+COMMAND_EXTRAS = {"selfplay": ("train", {"agents", "train"})}
+
+
+def missing_extra(module: str, command: str | None = None) -> str | None:
     """The install line for a missing optional module, or None when it is not one of ours."""
     top = module.split(".")[0]
     if top == "bfcl_eval":
         return "pip install --no-deps bfcl-eval mpmath"
-    return f"pip install 'spade-envs[{EXTRAS[top]}]'" if top in EXTRAS else None
+    if top not in EXTRAS:
+        return None
+    whole, covers = COMMAND_EXTRAS.get(command or "", (None, set()))
+    return f"pip install 'spade-envs[{whole if EXTRAS[top] in covers else EXTRAS[top]}]'"
+
+
+def _command(argv: list[str] | None) -> str | None:
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    return next((a for a in args if not a.startswith("-")), None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -127,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         fail(str(exc))
         return 1
     except ModuleNotFoundError as exc:  # an optional dependency of this command is not installed
-        hint = missing_extra(exc.name or "")
+        hint = missing_extra(exc.name or "", _command(argv))
         if hint is None:
             return _internal_error(exc)
         fail(f"this command needs {(exc.name or '').split('.')[0]}: {hint}")

@@ -13,6 +13,9 @@ Progress goes to stderr as plain flushed lines (each phase of a round, then one
 summary line per round), so it shows in a terminal, a pipe or a log file alike; at the end a summary table is printed, or
 with ``--json`` exactly one JSON object: ``{"out_dir", "rounds", "generations",
 "registered", "proposed", "valid", "rejected_at", "metrics", "plot", "checkpoint", ...}``.
+Accepted environments go to a registry of the run's own, ``<out>/registry.sqlite3``
+(``--set registry_path=FILE`` picks another file; ``--user-registry`` uses your own
+registry, ``$SPADE_HOME``); the first progress line says which.
 Any setting of :class:`~spade_envs.selfplay.config.SelfPlayConfig` can be given with
 ``--set key=value`` (lists as JSON). ``--heldout N`` also plays N held-out episodes
 (held-out seeds at their easiest level) with the base model before and with the trained
@@ -104,6 +107,9 @@ def register(app: typer.Typer) -> None:
         show_plan: bool = typer.Option(False, "--plan", help="print the per-device memory plan and exit"),
         gpu: Optional[str] = typer.Option(None, "--gpu", help="GPUs for --plan, NAME[:COUNT], e.g. h200:8"),
         as_json: bool = typer.Option(False, "--json", help="print one JSON object on stdout"),
+        user_registry: bool = typer.Option(False, "--user-registry",
+                                           help="register accepted environments in your own registry ($SPADE_HOME) "
+                                                "instead of the run's own (<out>/registry.sqlite3)"),
     ) -> None:
         """Regret-driven self-play: the designer proposes, the agent plays, both learn."""
         from ..errors import SpadeError
@@ -118,6 +124,8 @@ def register(app: typer.Typer) -> None:
             cfg = build_config(preset, config, **{**_parse_sets(sets), **{k: v for k, v in flags.items() if v is not None}})
         except SpadeError as exc:
             raise fail(str(exc), 2) from None
+        if not cfg.registry_path and not user_registry:  # a run-local registry unless told otherwise
+            cfg = cfg.replace(registry_path=str(Path(cfg.out_dir) / "registry.sqlite3"))
         import os
         import sys
 
@@ -150,7 +158,8 @@ def register(app: typer.Typer) -> None:
         from ..registry.store import default_path
 
         say(f"accepted environments are registered in {cfg.registry_path or default_path()}"
-            + ("" if cfg.registry_path else " (your registry; --set registry_path=FILE keeps them apart)"))
+            + (" (your registry, --user-registry)" if user_registry and not cfg.registry_path else
+               " (this run's own; --user-registry registers them in yours)" if not user_registry else ""))
         before = None
         try:
             if heldout:

@@ -10,7 +10,7 @@ Agents are ``player_0 .. player_{n-1}``. Each agent's observation space is
 ``Dict({"observation": UnicodeText()})`` and its observation the player's own view of
 the game (hidden information of the others never appears); action spaces are
 ``UnicodeText()``. A game that lists its legal moves (``legal_actions()``, a finite
-action set per state) adds ``"legal_actions": Sequence(UnicodeText())`` to the
+action set per state) adds ``"legal_actions": TextList()`` (a ``Sequence(UnicodeText())``) to the
 observation: the tuple of moves legal for that agent now (empty when it is not its turn
 or the game is over); ``infos[agent]["legal_actions"]`` holds the same list. (The actions
 are text, so this is the text form of PettingZoo's ``action_mask``.) Rewards follow the game's per-step rewards; when the game ends every
@@ -32,7 +32,7 @@ from pettingzoo import AECEnv, ParallelEnv
 from pettingzoo.utils import parallel_to_aec
 
 from ..errors import EnvProgramError, SpadeError
-from ..spaces import UnicodeText
+from ..spaces import TextList, UnicodeText
 from .format import is_multiplayer
 from .runtime import MultiPlayerSession, open_game
 
@@ -48,7 +48,7 @@ class TextObservation(str):
 def _obs_space(game: MultiPlayerSession) -> spaces.Dict:
     parts: dict[str, spaces.Space] = {"observation": UnicodeText()}
     if _lists_moves(game):
-        parts["legal_actions"] = spaces.Sequence(UnicodeText())
+        parts["legal_actions"] = TextList()
     return spaces.Dict(parts)
 
 

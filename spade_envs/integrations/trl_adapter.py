@@ -109,6 +109,7 @@ class _SpadeTRLEnv:
     _tool_specs: tuple = ()
     _text_game: bool = False
     _env_key: str | None = None  # "spade/Env-00013-v0" (None: the shared text-only class)
+    _schedule: Any = None  # set by trl_owned.environment_factory: the environment owns the data
 
     def __init__(self) -> None:
         self._envs: dict[str, "SpadeEnv"] = {}
@@ -122,7 +123,12 @@ class _SpadeTRLEnv:
     def reset(self, env_id: str | None = None, seed: int | None = None, hint: bool = False,
               env_kwargs: str | dict | None = None, **row: Any) -> str:
         """Start an episode of ``env_id`` with ``seed`` and the program parameters
-        ``env_kwargs`` (dataset columns); returns its first observation."""
+        ``env_kwargs`` (dataset columns); returns its first observation. Without a row
+        (no ``env_id``) a factory of :func:`.trl_owned.environment_factory` picks the
+        episode and the observation comes after the environment's system message."""
+        prefix = ""
+        if env_id is None and self._schedule is not None:
+            env_id, seed, env_kwargs, hint, prefix = self._schedule.next()
         if env_id is None:
             raise IntegrationError(f"{type(self).__name__}.reset() needs the env_id column of the dataset row")
         seed = int(seed) if seed is not None else random.randrange(2**31 - 1)
@@ -150,7 +156,7 @@ class _SpadeTRLEnv:
         self._env, self.env_id, self.seed = env, env_id, seed
         self._reward, self._done = 0.0, False
         self.trajectory = [{"observation": obs}]
-        return obs
+        return prefix + obs
 
     def get_reward(self) -> float:
         """Episode return: the last reward, clipped to [-1, 1] (0.0 before any action)."""

@@ -9,13 +9,19 @@ a ``verifiers.Environment``; ``spade_envs`` itself answers it, so both work::
     env = load_environment(split="heldout", seeds=8)
     results = env.evaluate_sync(client=AsyncOpenAI(...), model="...")
 
-Needs the ``verifiers`` package (``pip install "spade-envs[verifiers]"``; the 0.1 API:
-``vf.MultiTurnEnv`` with an ``AsyncOpenAI`` client). Contract:
+Needs the ``verifiers`` package (``pip install "spade-envs[evals]"``, which pins the
+tested 0.1 release). The environment API it uses (``MultiTurnEnv``, ``Rubric``,
+``cleanup``) is taken from the top level of verifiers 0.1/0.2 or from
+``verifiers.legacy`` (0.3, where that API moved); a release without it (0.4 keeps only
+``verifiers.v1``) is one :class:`IntegrationError` saying so; verifiers' v1 stack can play
+spade environments through its OpenEnv taskset against ``spade serve``. Without
+verifiers or ``datasets``, one line names the extra. Contract:
 
 - the dataset has one row per (environment, seed): ``prompt`` is the environment's own
   opening (``SpadeEnv.messages()``: the protocol, the tool specs as text, the first
-  observation), ``answer`` is empty (the environment judges), ``task`` is ``"spade"`` and
-  ``info`` (JSON text) holds ``env_id`` (with version), ``seed`` and ``env_kwargs``;
+  observation), ``answer`` is empty (the environment judges), ``task`` is ``"spade"``
+  (not with verifiers 0.3, which reads ``task`` as a serialized payload) and
+  ``info`` (a dict) holds ``env_id`` (with version), ``seed`` and ``env_kwargs``;
 - a rollout opens the environment (sandboxed unless it is a shipped seed) and resets it
   with the row's seed; each model message is stepped as ONE action as soon as the model
   answers (its text; native ``tool_calls`` become ``<tool_call>`` JSON), so the last
@@ -46,16 +52,28 @@ if TYPE_CHECKING:
 TASK = "spade"
 
 
+EXTRA = 'pip install "spade-envs[evals]"'
+
+
 def _verifiers() -> Any:
+    """verifiers' environment API: ``verifiers.legacy`` where it exists (0.3, whose top
+    level only forwards to it), else its top level (0.1/0.2)."""
     try:
         import verifiers as vf
     except ImportError as exc:
-        raise IntegrationError(f"the verifiers package is not installed ({exc}): "
-                               'pip install "spade-envs[verifiers]"') from None
-    if not hasattr(vf, "MultiTurnEnv"):
-        raise IntegrationError("this verifiers version has no MultiTurnEnv at its top level; "
-                               'install the supported one: pip install "spade-envs[verifiers]"')
-    return vf
+        raise IntegrationError(f"the verifiers package is not installed ({exc.name or exc}): {EXTRA}") from None
+    try:
+        import verifiers.legacy as legacy
+    except ImportError:
+        legacy = None
+    if legacy is not None and hasattr(legacy, "MultiTurnEnv"):
+        return legacy
+    if hasattr(vf, "MultiTurnEnv"):
+        return vf
+    version = getattr(vf, "__version__", "?")
+    raise IntegrationError(f"verifiers {version} has no MultiTurnEnv (at its top level or in verifiers.legacy); "
+                           f"install the tested release: {EXTRA}, or play spade environments from verifiers.v1 "
+                           "through its OpenEnv taskset against `spade serve`")
 
 
 def _records(ids: Iterable[Any] | None, split: str | None) -> list[Any]:
@@ -93,7 +111,7 @@ def episode_rows(ids: Iterable[Any] | None = None, split: str | None = "all", se
                 if system_prompt is not None:
                     prompt[0]["content"] = system_prompt
                 info = {"env_id": str(rec.env_id), "seed": seed, "env_kwargs": dict(env_kwargs or {})}
-                rows.append({"prompt": prompt, "answer": "", "task": TASK, "info": json.dumps(info, sort_keys=True)})
+                rows.append({"prompt": prompt, "answer": "", "task": TASK, "info": info})
         finally:
             env.close()
     return rows
@@ -102,15 +120,18 @@ def episode_rows(ids: Iterable[Any] | None = None, split: str | None = "all", se
 def action_text(completion: Any) -> str:
     """The action of one model turn: the text of its last assistant message, with native
     ``tool_calls`` written as ``<tool_call>`` JSON (the environments' text protocol)."""
+    def field(obj: Any, key: str) -> Any:  # dict messages (0.1) or message objects (0.3)
+        return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
+
     messages = completion if isinstance(completion, list) else [{"role": "assistant", "content": completion}]
-    msg = next((m for m in reversed(messages) if isinstance(m, dict) and m.get("role") == "assistant"), None)
+    msg = next((m for m in reversed(messages) if field(m, "role") == "assistant"), None)
     if msg is None:
         return ""
-    content = msg.get("content") or ""
+    content = field(msg, "content") or ""
     if isinstance(content, list):
-        content = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+        content = "".join(str(field(p, "text") or "") for p in content)
     calls = []
-    for call in msg.get("tool_calls") or []:
+    for call in field(msg, "tool_calls") or []:
         fn = call.get("function", {}) if isinstance(call, dict) else getattr(call, "function", None)
         name = fn.get("name") if isinstance(fn, dict) else getattr(fn, "name", None)
         args = fn.get("arguments") if isinstance(fn, dict) else getattr(fn, "arguments", None)
@@ -164,7 +185,7 @@ def _env_class() -> type:
 
         async def setup_state(self, state: Any, **kwargs: Any) -> Any:
             info = state["info"]
-            if isinstance(info, str):
+            if isinstance(info, str):  # rows saved by an older spade-envs held JSON text
                 info = json.loads(info)
             state["spade"] = {"env_id": info["env_id"], "seed": int(info["seed"]), "return": 0.0, "steps": 0,
                               "terminated": False, "truncated": False, "observation": None}
@@ -208,13 +229,17 @@ def load_environment(ids: Iterable[Any] | None = None, split: str | None = "all"
                      *, max_turns: int = 10, hint: bool = False, env_kwargs: dict[str, Any] | None = None,
                      system_prompt: str | None = None, **kwargs: Any) -> Any:
     """A verifiers environment whose rollouts play spade environments (module docstring)."""
-    from datasets import Dataset
-
     if not isinstance(max_turns, int) or max_turns < 1:
         raise IntegrationError(f"max_turns must be a positive integer, got {max_turns!r}")
-    cls = _env_class()
-    dataset = Dataset.from_list(episode_rows(ids, split, seeds, hint=hint, env_kwargs=env_kwargs,
-                                             system_prompt=system_prompt))
+    cls = _env_class()  # the friendly check of verifiers comes first
+    try:
+        from datasets import Dataset
+    except ImportError as exc:
+        raise IntegrationError(f"the datasets package is not installed ({exc.name or exc}): {EXTRA}") from None
+    rows = episode_rows(ids, split, seeds, hint=hint, env_kwargs=env_kwargs, system_prompt=system_prompt)
+    if _verifiers().__name__.endswith(".legacy"):  # 0.3 reads a `task` column as a serialized payload
+        rows = [{k: v for k, v in row.items() if k != "task"} for row in rows]
+    dataset = Dataset.from_list(rows)
     return cls(dataset=dataset, eval_dataset=dataset, max_turns=max_turns, hint=hint, env_id="spade-envs",
                env_args={"ids": None if ids is None else [str(getattr(i, "env_id", i)) for i in
                                                           ([ids] if isinstance(ids, str) else ids)],
