@@ -1,0 +1,140 @@
+"""The HTML pages of an eval run, built with escaping by default (DESIGN.md section 10).
+
+Every value a page shows (run and agent names, entry ids, reasons, transcripts, the
+figures of a results file someone else wrote) is data, and a page is rendered by a
+Jinja2 template with ``autoescape=True``: every value is escaped, none is marked safe
+(the page's own plots go into a ``src`` attribute as ``data:image/png;base64,`` and
+characters of the base64 alphabet, checked). No HTML is built by string concatenation:
+
+- :func:`html_report`: the report of one run (``report.html``);
+- :func:`leaderboard_page`: several runs' leaderboards (``spade leaderboard``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+_B64 = re.compile(r"[A-Za-z0-9+/=]*")
+
+
+_MACROS = """{% macro table(header, rows) -%}
+<table><tr>{% for h in header %}<th>{{ h }}</th>{% endfor %}</tr>
+{%- for row in rows %}<tr>{% for c in row %}<td>{{ c }}</td>{% endfor %}</tr>{% endfor %}</table>
+{%- endmacro %}
+{% macro boards(groups) -%}
+{% for g in groups %}<h3>{{ g.suite }}: {{ g.label }}</h3>
+{{ table(g.header, g.rows) }}
+{% endfor %}
+{%- endmacro %}"""
+
+_REPORT = _MACROS + """<!doctype html>
+<html><head><meta charset="utf-8"><title>spade eval: {{ suite }} / {{ agent }}</title>
+<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse;margin:6px 0}
+td,th{border:1px solid #ccc;padding:3px 8px;vertical-align:top}figure{display:inline-block;margin:8px}
+pre{background:#f6f6f6;padding:6px;white-space:pre-wrap;margin:2px 0}.msg{margin:4px 0}</style>
+</head><body>
+<h1>{{ suite }} &middot; {{ agent }} &middot; run {{ run }}</h1>
+<p>{{ h.label }}: <b>{{ pct }}</b> &middot; {{ failing }} failing of {{ h.n }} {{ h.unit }}
+{%- for k, v in h.set_apart.items() %} &middot; {{ v }} {{ k }} reported apart{% endfor %}
+&middot; full data: results.json, transcripts.jsonl</p>
+<h2>Leaderboard</h2>
+{{ boards(board) }}
+<h2>Summary</h2>
+{{ table(["figure", "value"], scalars) }}
+{% for name, rows in breakdowns %}<h3>per {{ name }}</h3>
+{{ table([name, "success % [95% CI]"], rows) }}
+{% endfor %}
+{%- if agreement %}<h3>agreement with the benchmark's own evaluator</h3>
+{{ table(["figure", "value"], agreement) }}
+{% endif %}
+<h2>Plots</h2>
+{% for title, src in images %}<figure><img alt="{{ title }}" src="{{ src }}"/><figcaption>{{ title }}</figcaption></figure>
+{% endfor %}
+<h2>Failing {{ h.unit }} ({{ shown|length }} of {{ failing }} shown)</h2><table><tr><th>id</th><th>why (click for the transcript)</th></tr>
+{% for e in shown %}<tr><td>{{ e.id }}{{ e.seed }}</td><td>{{ e.why }}
+{%- if e.transcript %}<details><summary>transcript ({{ e.transcript.messages|length }} messages)</summary>
+{%- for m in e.transcript.messages %}<div class='msg {{ m.role }}'><b>{{ m.role }}</b>: <pre>{{ m.content }}</pre></div>{% endfor %}
+{%- if e.transcript.tail %}<p>rewards per step: {{ e.transcript.rewards }}; terminated={{ e.transcript.terminated }}, truncated={{ e.transcript.truncated }}</p>{% endif %}
+</details>{% endif %}</td></tr>
+{% endfor %}</table>
+<h2>Reproducibility</h2><pre>{{ meta }}</pre>
+</body></html>
+"""
+
+_LEADERBOARD = _MACROS + """<!doctype html><html><head><meta charset='utf-8'><title>spade leaderboard</title><style>
+body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px}
+</style></head><body><h1>Leaderboard</h1>
+{{ boards(board) }}
+</body></html>
+"""
+
+
+@functools.cache
+def _templates() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    return env.from_string(_REPORT), env.from_string(_LEADERBOARD)
+
+
+def _boards(results_list: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    from .report import HEADLINES, LEADERBOARD_HEADER, by_suite, leaderboard_rows
+
+    return [{"suite": suite, "label": HEADLINES.get(suite, ("success", ""))[0], "header": LEADERBOARD_HEADER,
+             "rows": leaderboard_rows(group)} for suite, group in by_suite(results_list).items()]
+
+
+def _transcript(entry: dict[str, Any]) -> dict[str, Any] | None:
+    t = entry.get("transcript")
+    if isinstance(t, dict):
+        messages, tail = t.get("messages") or [], True
+    elif isinstance(t, list):
+        messages, tail, t = t, False, {}
+    else:
+        return None
+    shown = [{"role": str(m.get("role", "")), "content": str(m.get("content", ""))[:4000]}
+             for m in (messages if isinstance(messages, list) else []) if isinstance(m, dict)]
+    return {"messages": shown, "tail": tail, "rewards": str(t.get("rewards") or [])[:2000],
+            "terminated": str(t.get("terminated"))[:40], "truncated": str(t.get("truncated"))[:40]}
+
+
+def _image_src(b64: str) -> str:
+    if not isinstance(b64, str) or not _B64.fullmatch(b64):
+        raise ValueError("a plot is not base64 text")
+    return "data:image/png;base64," + b64
+
+
+def html_report(results: dict[str, Any], others: Sequence[dict[str, Any]] = ()) -> str:
+    """A self-contained HTML page: headline, leaderboard (this run plus ``others``),
+    summary tables, plots, and every failing entry with why it failed and its transcript."""
+    from .report import _fmt_rate, _groups, _pct, _why, counted_entries, headline, plots, run_name
+
+    counted = counted_entries(results)
+    failing = [e for e in counted if not e.get("passed")]
+    s = results["summary"]
+    scalars = [(k, _fmt_rate(v)) for k, v in s.items()
+               if k not in ("env_versions", "per_skill", "per_generation", "per_category", "agreement")
+               and (v is None or isinstance(v, (int, float, str)) or (isinstance(v, dict) and "rate" in v))]
+    agreement = [(k, json.dumps(v, default=str)[:300]) for k, v in s["agreement"].items() if k != "disagreements"] \
+        if isinstance(s.get("agreement"), dict) else []
+    shown = [{"id": str(e.get("id")), "seed": f" seed {e['seed']}" if "seed" in e else "", "why": _why(e)[:400],
+              "transcript": _transcript(e)} for e in failing[:300]]
+    meta = {k: results.get(k) for k in ("run", "created", "versions", "registry_revision", "options")
+            if results.get(k) is not None}
+    h = headline(results)
+    page = _templates()[0].render(
+        suite=str(results["suite"]), agent=str(results["agent"]), run=run_name(results), h=h,
+        pct=_pct(h), failing=len(failing), board=_boards([results, *others]), scalars=scalars,
+        breakdowns=[(name, [(k, _pct(v)) for k, v in group.items()]) for name, group in _groups(results).items()],
+        agreement=agreement, images=[(t, _image_src(b)) for t, b in plots(results).items()], shown=shown,
+        meta=json.dumps(meta, indent=1, default=str))
+    return page.lstrip()
+
+
+def leaderboard_page(results_list: Sequence[dict[str, Any]]) -> str:
+    """One HTML leaderboard over several runs (``spade leaderboard``)."""
+    return _templates()[1].render(board=_boards(results_list)).lstrip()
