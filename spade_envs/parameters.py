@@ -290,7 +290,7 @@ def sample_points(schema: dict[str, Any], n: int = 3, seed: int = 0, *, include_
         if left <= 0:
             raise ParametersSchemaError(f"PARAMETERS: sampling points took longer than {budget_s:g} s in all")
         try:
-            validate_kwargs(schema, point, deadline_s=left)
+            validate_kwargs(schema, point, deadline_s=min(left, schema_bounds.DEADLINE_S))
         except InvalidParametersError as exc:
             if exc.judgement:
                 raise ParametersSchemaError(f"PARAMETERS: sampling points: {exc}") from None
