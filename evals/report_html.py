@@ -4,7 +4,9 @@ Every value a page shows (run and agent names, entry ids, reasons, transcripts, 
 figures of a results file someone else wrote) is data, and a page is rendered by a
 Jinja2 template with ``autoescape=True``: every value is escaped, none is marked safe
 (the page's own plots go into a ``src`` attribute as ``data:image/png;base64,`` and
-characters of the base64 alphabet, checked). No HTML is built by string concatenation:
+characters of the base64 alphabet, checked), and every text value loses its terminal
+sequences and controls first (:func:`~spade_envs.textsafe.safe_text`, the template's
+``finalize``). No HTML is built by string concatenation:
 
 - :func:`html_report`: the report of one run (``report.html``);
 - :func:`leaderboard_page`: several runs' leaderboards (``spade leaderboard``).
@@ -76,8 +78,13 @@ body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collap
 @functools.cache
 def _templates() -> Any:
     import jinja2
+    import markupsafe
 
-    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    from spade_envs.textsafe import safe_text
+
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                             finalize=lambda v: v if isinstance(v, markupsafe.Markup) or not isinstance(v, str)
+                             else safe_text(v))
     return env.from_string(_REPORT), env.from_string(_LEADERBOARD)
 
 
