@@ -298,19 +298,41 @@ def leaderboard_rows(results_list: Sequence[dict[str, Any]]) -> list[list[str]]:
 LEADERBOARD_HEADER = ["rank", "run", "agent", "headline % [95% CI]", "state", "response", "process", "created"]
 
 
-def html_report(results: dict[str, Any], others: Sequence[dict[str, Any]] = ()) -> str:
-    """A self-contained HTML page (:func:`.report_html.html_report`: a template with
-    autoescape, never string concatenation)."""
-    from .report_html import html_report as render
+def _boards(results_list: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"suite": suite, "label": HEADLINES.get(suite, ("success", ""))[0], "header": LEADERBOARD_HEADER,
+             "rows": leaderboard_rows(group)} for suite, group in by_suite(results_list).items()]
 
-    return render(results, others)
+
+def html_report(results: dict[str, Any], others: Sequence[dict[str, Any]] = ()) -> str:
+    """A self-contained HTML page: headline, leaderboard (this run plus ``others``),
+    summary tables, plots, and every failing entry with why it failed and its transcript
+    (rendered by :mod:`.report_html`: a template with autoescape, never concatenation)."""
+    from .report_html import render_report
+
+    failing = [e for e in counted_entries(results) if not e.get("passed")]
+    s = results["summary"]
+    scalars = [(k, _fmt_rate(v)) for k, v in s.items()
+               if k not in ("env_versions", "per_skill", "per_generation", "per_category", "agreement")
+               and (v is None or isinstance(v, (int, float, str)) or (isinstance(v, dict) and "rate" in v))]
+    agreement = [(k, json.dumps(v, default=str)[:300]) for k, v in s["agreement"].items() if k != "disagreements"] \
+        if isinstance(s.get("agreement"), dict) else []
+    shown = [{"id": str(e.get("id")), "seed": f" seed {e['seed']}" if "seed" in e else "", "why": _why(e)[:400],
+              "entry": e} for e in failing[:300]]
+    meta = {k: results.get(k) for k in ("run", "created", "versions", "registry_revision", "options")
+            if results.get(k) is not None}
+    h = headline(results)
+    return render_report(
+        results={**results, "run": run_name(results)}, h=h, pct=_pct(h), failing=len(failing),
+        board=_boards([results, *others]), scalars=scalars, agreement=agreement, plots=plots(results),
+        breakdowns=[(name, [(k, _pct(v)) for k, v in group.items()]) for name, group in _groups(results).items()],
+        shown=shown, meta=meta)
 
 
 def leaderboard_page(results_list: Sequence[dict[str, Any]]) -> str:
     """One HTML leaderboard over several runs (``spade leaderboard``; :mod:`.report_html`)."""
-    from .report_html import leaderboard_page as render
+    from .report_html import render_leaderboard
 
-    return render(results_list)
+    return render_leaderboard(_boards(results_list))
 
 
 def write_report(results: dict[str, Any], out_dir: str | Path) -> dict[str, str]:

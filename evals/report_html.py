@@ -8,8 +8,9 @@ characters of the base64 alphabet, checked), and every text value loses its term
 sequences and controls first (:func:`~spade_envs.textsafe.safe_text`, the template's
 ``finalize``). No HTML is built by string concatenation:
 
-- :func:`html_report`: the report of one run (``report.html``);
-- :func:`leaderboard_page`: several runs' leaderboards (``spade leaderboard``).
+- :func:`render_report`: the report of one run (``report.html``) from the figures
+  :func:`.report.html_report` gathers;
+- :func:`render_leaderboard`: several runs' leaderboards (``spade leaderboard``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Sequence
 from typing import Any
 
 _B64 = re.compile(r"[A-Za-z0-9+/=]*")
@@ -88,13 +88,6 @@ def _templates() -> Any:
     return env.from_string(_REPORT), env.from_string(_LEADERBOARD)
 
 
-def _boards(results_list: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    from .report import HEADLINES, LEADERBOARD_HEADER, by_suite, leaderboard_rows
-
-    return [{"suite": suite, "label": HEADLINES.get(suite, ("success", ""))[0], "header": LEADERBOARD_HEADER,
-             "rows": leaderboard_rows(group)} for suite, group in by_suite(results_list).items()]
-
-
 def _transcript(entry: dict[str, Any]) -> dict[str, Any] | None:
     t = entry.get("transcript")
     if isinstance(t, dict):
@@ -115,33 +108,20 @@ def _image_src(b64: str) -> str:
     return "data:image/png;base64," + b64
 
 
-def html_report(results: dict[str, Any], others: Sequence[dict[str, Any]] = ()) -> str:
-    """A self-contained HTML page: headline, leaderboard (this run plus ``others``),
-    summary tables, plots, and every failing entry with why it failed and its transcript."""
-    from .report import _fmt_rate, _groups, _pct, _why, counted_entries, headline, plots, run_name
-
-    counted = counted_entries(results)
-    failing = [e for e in counted if not e.get("passed")]
-    s = results["summary"]
-    scalars = [(k, _fmt_rate(v)) for k, v in s.items()
-               if k not in ("env_versions", "per_skill", "per_generation", "per_category", "agreement")
-               and (v is None or isinstance(v, (int, float, str)) or (isinstance(v, dict) and "rate" in v))]
-    agreement = [(k, json.dumps(v, default=str)[:300]) for k, v in s["agreement"].items() if k != "disagreements"] \
-        if isinstance(s.get("agreement"), dict) else []
-    shown = [{"id": str(e.get("id")), "seed": f" seed {e['seed']}" if "seed" in e else "", "why": _why(e)[:400],
-              "transcript": _transcript(e)} for e in failing[:300]]
-    meta = {k: results.get(k) for k in ("run", "created", "versions", "registry_revision", "options")
-            if results.get(k) is not None}
-    h = headline(results)
-    page = _templates()[0].render(
-        suite=str(results["suite"]), agent=str(results["agent"]), run=run_name(results), h=h,
-        pct=_pct(h), failing=len(failing), board=_boards([results, *others]), scalars=scalars,
-        breakdowns=[(name, [(k, _pct(v)) for k, v in group.items()]) for name, group in _groups(results).items()],
-        agreement=agreement, images=[(t, _image_src(b)) for t, b in plots(results).items()], shown=shown,
-        meta=json.dumps(meta, indent=1, default=str))
-    return page.lstrip()
+def render_report(*, results: dict[str, Any], h: dict[str, Any], pct: str, failing: int,
+                  board: list[dict[str, Any]], scalars: list[tuple[str, str]],
+                  breakdowns: list[tuple[str, list[tuple[str, str]]]], agreement: list[tuple[str, str]],
+                  plots: dict[str, str], shown: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    """The report page of one run from its figures (:func:`.report.html_report` gathers
+    them): every value escaped by the template."""
+    return _templates()[0].render(
+        suite=str(results["suite"]), agent=str(results["agent"]), run=str(results.get("run") or ""), h=h, pct=pct,
+        failing=failing, board=board, scalars=scalars, breakdowns=breakdowns, agreement=agreement,
+        images=[(t, _image_src(b)) for t, b in plots.items()],
+        shown=[{**e, "transcript": _transcript(e["entry"])} for e in shown],
+        meta=json.dumps(meta, indent=1, default=str)).lstrip()
 
 
-def leaderboard_page(results_list: Sequence[dict[str, Any]]) -> str:
-    """One HTML leaderboard over several runs (``spade leaderboard``)."""
-    return _templates()[1].render(board=_boards(results_list)).lstrip()
+def render_leaderboard(board: list[dict[str, Any]]) -> str:
+    """The leaderboard page (``spade leaderboard``) of boards ``{suite, label, header, rows}``."""
+    return _templates()[1].render(board=board).lstrip()
