@@ -248,12 +248,21 @@ class _Walk:
         return self.memo[key]
 
 
+def _draft(schema: Any) -> type:
+    """jsonschema's validator class for ``schema``'s ``$schema`` (2020-12 when it names
+    none, or names it with anything but a string: the meta check reports that)."""
+    import jsonschema
+
+    default = jsonschema.Draft202012Validator
+    if not isinstance(schema, dict) or not isinstance(schema.get("$schema", ""), str):
+        return default
+    return jsonschema.validators.validator_for(schema, default=default)
+
+
 def _legacy_ref(schema: Any) -> bool:
     import jsonschema
 
-    if not isinstance(schema, dict):
-        return False
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls = _draft(schema)
     return cls in (jsonschema.Draft3Validator, jsonschema.Draft4Validator, jsonschema.Draft6Validator,
                    jsonschema.Draft7Validator)
 
@@ -339,7 +348,7 @@ def best_error(schema: dict[str, Any], instance: Any, *, deadline_s: float = DEA
     :class:`SchemaJudgementError`."""
     import jsonschema
 
-    base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    base = _draft(schema)
     flat = inlined(schema, limits)
     return _judged(lambda: jsonschema.exceptions.best_match(_timed_class(base)(flat).iter_errors(instance)),
                    deadline_s)
@@ -350,7 +359,7 @@ def meta_error(schema: Any, *, deadline_s: float = DEADLINE_S) -> Any:
     draft; what ``check_schema`` raises), under the same deadline as :func:`best_error`."""
     import jsonschema
 
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls = _draft(schema)
     meta = jsonschema.validators.validator_for(cls.META_SCHEMA, default=cls)
 
     def run() -> Any:

@@ -51,6 +51,8 @@ NUMERIC = {
     "huge_minimum": _obj({"type": "number", "minimum": 10**400, "maximum": 10**401, "default": 10**400}),
     "huge_enum_member": _obj({"type": "integer", "enum": [1, -(10**400)], "default": 1}),
 }
+#: a ``$schema`` jsonschema's draft lookup crashes on (found by the fuzz audit)
+DISAGREEING["non_string_dialect"] = {**_obj({"type": "integer", "default": 1}), "$schema": 3}
 
 
 @pytest.mark.parametrize("name", [*DISAGREEING, *NUMERIC])
@@ -199,3 +201,28 @@ def test_the_leak_search_is_linear_and_agrees_with_its_definition():
     solution = "\n".join("\\boxed{" + " ".join(["a"] * 5000) + "}" for _ in range(3))
     _, error, _ = within(lambda: leak.find_leak(solution, [" ".join(["a"] * 30000)]), limit=3.0)
     assert error is None
+
+
+def test_the_acceptance_stage_turns_a_slow_sampler_into_its_verdict(monkeypatch):
+    """The 86 s attack ended **accepted**: past the sampler's budget the program is rejected
+    at ``parameters``."""
+    from designer.acceptance import parameters as stage
+    from designer.acceptance.config import AcceptanceConfig
+    from designer.acceptance.verdicts import AcceptanceReport, StageVerdict
+    from spade_envs.errors import Stage
+
+    class Inner:
+        config = AcceptanceConfig()
+
+        def run(self, source: Any, filename: str = "<env>", config: Any = None) -> AcceptanceReport:
+            return AcceptanceReport(filename=filename, expected=(Stage.SIZE_SYNTAX,),
+                                    stages=[StageVerdict(Stage.SIZE_SYNTAX, True, "ok", 0.0)])
+
+    def too_slow(*_a: Any, **_k: Any) -> Any:
+        raise ParametersSchemaError("PARAMETERS: sampling points took longer than 4 s in all")
+
+    monkeypatch.setattr(stage, "sample_points", too_slow)
+    source = program(_obj({"type": "integer", "minimum": 0, "maximum": 9, "default": 1}))
+    report = stage.ParameterSampling(Inner()).run(source, "slow.py")
+    assert not report.accepted and report.failure is not None and report.failure.name is Stage.PARAMETERS
+    assert "longer than" in report.failure.detail

@@ -83,7 +83,7 @@ def _parameters(rng: random.Random) -> dict[str, Any]:
     if rng.random() < 0.7:
         schema["$defs"] = {n: _schema(rng, 3, names) for n in rng.sample(names, rng.randint(1, 4))}
     if rng.random() < 0.2:
-        schema["$schema"] = rng.choice(_SCHEMAS)
+        schema["$schema"] = rng.choice([*_SCHEMAS, 3, None, ["x"]])
     return schema
 
 
