@@ -160,8 +160,9 @@ def markdown_table(results_list: Sequence[dict[str, Any]]) -> str:
             proc = s.get("process_acc")
             fmt = lambda v: "-" if v is None else f"{100 * v:.1f}"  # noqa: E731
             h = headline(r)
-            lines.append(f"| {i} | {md_cell(run_name(r))} | {md_cell(r['agent'])} | {_pct(h)} | {h['n']} | {fmt(state)} | "
-                         f"{fmt(resp)} | {'-' if proc is None else f'{proc:.3f}'} | {md_cell(r.get('created', ''))} |")
+            lines.append(f"| {i} | {md_cell(run_name(r))} | {md_cell(r['agent'])} | {_pct(h)} | {h['n']} | "
+                         f"{fmt(state)} | {fmt(resp)} | {'-' if proc is None else f'{proc:.3f}'} | "
+                         f"{md_cell(r.get('created', ''))} |")
     breakdown = _breakdown_lines(results_list[0]) if len(results_list) == 1 else []
     return "\n".join(lines + breakdown) + "\n"
 

@@ -54,13 +54,18 @@ pre{background:#f6f6f6;padding:6px;white-space:pre-wrap;margin:2px 0}.msg{margin
 {{ table(["figure", "value"], agreement) }}
 {% endif %}
 <h2>Plots</h2>
-{% for title, src in images %}<figure><img alt="{{ title }}" src="{{ src }}"/><figcaption>{{ title }}</figcaption></figure>
+{% for title, src in images %}<figure><img alt="{{ title }}" src="{{ src }}"/>
+<figcaption>{{ title }}</figcaption></figure>
 {% endfor %}
-<h2>Failing {{ h.unit }} ({{ shown|length }} of {{ failing }} shown)</h2><table><tr><th>id</th><th>why (click for the transcript)</th></tr>
+<h2>Failing {{ h.unit }} ({{ shown|length }} of {{ failing }} shown)</h2>
+<table><tr><th>id</th><th>why (click for the transcript)</th></tr>
 {% for e in shown %}<tr><td>{{ e.id }}{{ e.seed }}</td><td>{{ e.why }}
 {%- if e.transcript %}<details><summary>transcript ({{ e.transcript.messages|length }} messages)</summary>
-{%- for m in e.transcript.messages %}<div class='msg {{ m.role }}'><b>{{ m.role }}</b>: <pre>{{ m.content }}</pre></div>{% endfor %}
-{%- if e.transcript.tail %}<p>rewards per step: {{ e.transcript.rewards }}; terminated={{ e.transcript.terminated }}, truncated={{ e.transcript.truncated }}</p>{% endif %}
+{%- for m in e.transcript.messages %}
+<div class='msg {{ m.role }}'><b>{{ m.role }}</b>: <pre>{{ m.content }}</pre></div>
+{%- endfor %}
+{%- if e.transcript.tail %}<p>rewards per step: {{ e.transcript.rewards }};
+terminated={{ e.transcript.terminated }}, truncated={{ e.transcript.truncated }}</p>{% endif %}
 </details>{% endif %}</td></tr>
 {% endfor %}</table>
 <h2>Reproducibility</h2><pre>{{ meta }}</pre>
@@ -68,7 +73,8 @@ pre{background:#f6f6f6;padding:6px;white-space:pre-wrap;margin:2px 0}.msg{margin
 """
 
 _LEADERBOARD = _MACROS + """<!doctype html><html><head><meta charset='utf-8'><title>spade leaderboard</title><style>
-body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px}
+body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse}
+td,th{border:1px solid #ccc;padding:3px 8px}
 </style></head><body><h1>Leaderboard</h1>
 {{ boards(board) }}
 </body></html>

@@ -42,7 +42,8 @@ GAMES_ROW = {
     "type": "object", "required": ["id", "opponent", "seed", "model_seat", "outcome", "returns"],
     "properties": {
         "id": {"type": "string", "maxLength": 200}, "opponent": {"type": "string", "maxLength": 40},
-        "seed": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1}, "model_seat": {"type": "integer", "minimum": 0, "maximum": 64},
+        "seed": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
+        "model_seat": {"type": "integer", "minimum": 0, "maximum": 64},
         "outcome": {"enum": ["win", "draw", "loss", "error"]},
         "returns": {"type": "array", "maxItems": 64, "items": {"type": "number"}},
         "steps": {"type": "integer", "minimum": 0}, "truncated": {"type": "boolean"},

@@ -349,9 +349,10 @@ def _unpickled_spec(spec: Any, env: SpadeEnv, trusted: bool) -> Any:
     if trusted:
         kwargs["trust_remote_code"] = True
     steps = spec.max_episode_steps  # a number or None (data); anything else: the registered one
-    steps = steps if steps is None or (isinstance(steps, int) and not isinstance(steps, bool)) else own.max_episode_steps
-    return dataclasses.replace(own, kwargs=kwargs, max_episode_steps=steps,
-                               order_enforce=spec.order_enforce is True, disable_env_checker=spec.disable_env_checker is True)
+    if not (steps is None or (isinstance(steps, int) and not isinstance(steps, bool))):
+        steps = own.max_episode_steps
+    return dataclasses.replace(own, kwargs=kwargs, max_episode_steps=steps, order_enforce=spec.order_enforce is True,
+                               disable_env_checker=spec.disable_env_checker is True)
 
 
 def _default_max_turns(source: str) -> Any:

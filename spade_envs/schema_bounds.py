@@ -80,10 +80,13 @@ class Limits:
     max_pattern: int = 1_000
     #: integers larger in magnitude are refused (jsonschema and float() overflow on them)
     max_int: int = 2**63
+    #: an anchor reference (``#name``) is left to jsonschema (tool schemas, validated in
+    #: the worker) instead of refused
+    anchors: bool = False
 
 
 PARAMETERS_LIMITS = Limits(PARAMETERS_KEYWORDS)
-TOOL_LIMITS = Limits(TOOL_KEYWORDS)
+TOOL_LIMITS = Limits(TOOL_KEYWORDS, anchors=True)
 
 Problem = tuple[str, str]
 
@@ -227,6 +230,9 @@ class _Walk:
         return out, size, depth
 
     def ref(self, ref: Any, where: list[str]) -> tuple[Any, int, int]:
+        anchor = isinstance(ref, str) and ref.startswith("#") and not ref.startswith("#/") and ref != "#"
+        if anchor and self.limits.anchors:
+            return {"$ref": ref}, 1, 0  # kept as it is: jsonschema resolves it (or says it cannot)
         if not isinstance(ref, str) or not (ref.startswith("#/") or ref == "#"):
             raise _Refused(where, f"only local references (#/$defs/NAME) are allowed, got {str(ref)[:80]!r}")
         found, target = resolve_local_ref(self.root, ref)

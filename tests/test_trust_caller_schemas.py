@@ -40,7 +40,8 @@ DISAGREEING = {
     # 30 levels of anyOf [$ref, $ref] behind percent escapes, in a container the checker
     # does not walk as schemas (2**30 paths it never counted; valid defaults pass fast)
     "escaped_fan_out": _obj({"$ref": "#/$defs/h/%640", "default": 1}, **{"$defs": {"h": {
-        **{f"d{i}": {"anyOf": [{"$ref": f"#/$defs/h/%64{i + 1}"}, {"$ref": f"#/$defs/h/d%{ord(str(i + 1)[0]):x}{str(i + 1)[1:]}"}]}
+        **{f"d{i}": {"anyOf": [{"$ref": f"#/$defs/h/%64{i + 1}"},
+                               {"$ref": f"#/$defs/h/d%{ord(str(i + 1)[0]):x}{str(i + 1)[1:]}"}]}
            for i in range(30)}, "d30": {"type": "integer", "minimum": 0}}}}),
     "escaped_slash_recursion": _obj({"$ref": "#/$defs/a%2Fb", "default": 1}, **{"$defs": {
         "a/b": {"type": "integer"}, "a": {"b": {"anyOf": [{"$ref": "#/$defs/a/b"}, {"type": "integer"}]}}}}),

@@ -121,7 +121,8 @@ def test_random_schemas_end_in_a_verdict():
         except (ParametersSchemaError, InvalidParametersError, AssertionError):
             raise
         except Exception as exc:  # noqa: BLE001 - the audit: any other exception is an internal error
-            pytest.fail(f"internal error on schema #{n}: {type(exc).__name__}: {exc}\n{json.dumps(schema, default=str)[:3000]}")
+            pytest.fail(f"internal error on schema #{n}: {type(exc).__name__}: {exc}\n"
+                        f"{json.dumps(schema, default=str)[:3000]}")
     assert n > 50 and accepted > 0, (n, accepted)
 
 
