@@ -56,6 +56,7 @@ class Trace:
     won: bool = False
     episode_return: float = 0.0
     error: str | None = None
+    rewards: list[float] = field(default_factory=list)
 
 
 # -- selection ------------------------------------------------------------------------
@@ -169,6 +170,7 @@ def replay_trace(record: Any, seed: int, actions: Sequence[str] | None = None) -
             obs, reward, terminated, truncated, info = env.step(action)
             trace.actions.append(action)
             trace.episode_return = max(-1.0, min(1.0, float(reward)))
+            trace.rewards.append(float(reward))
             if calls:
                 keys = [_call_key(c.name, c.arguments) for c in calls]
                 trace.calls.extend(keys)

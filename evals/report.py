@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
-import html
 import io
 import json
 from collections.abc import Sequence
@@ -128,6 +127,21 @@ def _ranked(results_list: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(results_list, key=lambda r: (-headline(r)["rate"], str(r.get("created", "")), run_name(r)))
 
 
+def md_cell(value: Any) -> str:
+    """``value`` as the text of one Markdown table cell: terminal sequences and controls
+    removed (:func:`~spade_envs.textsafe.safe_text`), HTML escaped (Markdown renders raw
+    HTML), ``|``, ``[``, ``]`` and backquotes escaped, lines joined."""
+    import html
+
+    from spade_envs.textsafe import safe_text
+
+    text = " ".join(safe_text(value).split())
+    text = html.escape(text, quote=False).replace("\\", "\\\\")
+    for mark in "|[]`":  # a cell, a link or code span never starts inside a name
+        text = text.replace(mark, "\\" + mark)
+    return text
+
+
 def markdown_table(results_list: Sequence[dict[str, Any]]) -> str:
     """The leaderboard: one table per suite, one row per run (best first), each run named
     (its name and creation time keep two runs of one agent apart)."""
@@ -136,7 +150,7 @@ def markdown_table(results_list: Sequence[dict[str, Any]]) -> str:
         label, unit = HEADLINES.get(suite, ("success", "entries"))
         if lines:
             lines.append("")
-        lines += [f"## {suite}", "",
+        lines += [f"## {md_cell(suite)}", "",
                   f"| rank | run | agent | {label} % [95% CI] | {unit} | state % | response % | process | created |",
                   "|---:|---|---|---|---:|---|---|---|---|"]
         for i, r in enumerate(_ranked(group), 1):
@@ -146,8 +160,9 @@ def markdown_table(results_list: Sequence[dict[str, Any]]) -> str:
             proc = s.get("process_acc")
             fmt = lambda v: "-" if v is None else f"{100 * v:.1f}"  # noqa: E731
             h = headline(r)
-            lines.append(f"| {i} | {run_name(r)} | {r['agent']} | {_pct(h)} | {h['n']} | {fmt(state)} | {fmt(resp)} | "
-                         f"{'-' if proc is None else f'{proc:.3f}'} | {r.get('created', '')} |")
+            lines.append(f"| {i} | {md_cell(run_name(r))} | {md_cell(r['agent'])} | {_pct(h)} | {h['n']} | "
+                         f"{fmt(state)} | {fmt(resp)} | {'-' if proc is None else f'{proc:.3f}'} | "
+                         f"{md_cell(r.get('created', ''))} |")
     breakdown = _breakdown_lines(results_list[0]) if len(results_list) == 1 else []
     return "\n".join(lines + breakdown) + "\n"
 
@@ -171,8 +186,8 @@ def _groups(results: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
 def _breakdown_lines(results: dict[str, Any]) -> list[str]:
     lines = []
     for name, group in _groups(results).items():
-        lines += ["", f"| {name} | success % [95% CI] |", "|---|---|"]
-        lines += [f"| {k} | {_pct(v)} |" for k, v in group.items()]
+        lines += ["", f"| {md_cell(name)} | success % [95% CI] |", "|---|---|"]
+        lines += [f"| {md_cell(k)} | {_pct(v)} |" for k, v in group.items()]
     return lines
 
 
@@ -182,6 +197,22 @@ def _png(fig: Any) -> str:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
+def _as_text(plot: Any) -> Any:
+    """Run a plot with every label rendered as plain text: names come from programs and
+    rows (a skill named ``$\\foo$``), and matplotlib would parse them as mathtext."""
+    import functools
+
+    @functools.wraps(plot)
+    def plain(*args: Any, **kwargs: Any) -> Any:
+        import matplotlib
+
+        with matplotlib.rc_context({"text.parse_math": False, "text.usetex": False}):
+            return plot(*args, **kwargs)
+
+    return plain
+
+
+@_as_text
 def _bar_plot(title: str, group: dict[str, dict[str, Any]]) -> str:
     import matplotlib
 
@@ -204,6 +235,7 @@ def _bar_plot(title: str, group: dict[str, dict[str, Any]]) -> str:
         plt.close(fig)
 
 
+@_as_text
 def _regret_plot(entries: Sequence[dict[str, Any]]) -> str:
     import matplotlib
 
@@ -244,51 +276,12 @@ def _why(entry: dict[str, Any]) -> str:
     return str(entry.get("why") or entry.get("error_type") or entry.get("error") or "not passed")
 
 
-def _transcript_html(entry: dict[str, Any]) -> str:
-    esc = html.escape
-    t = entry.get("transcript")
-    if isinstance(t, dict):
-        messages = t.get("messages") or []
-        rewards = t.get("rewards") or []
-        tail = f"<p>rewards per step: {esc(str(rewards))}; terminated={t.get('terminated')}, truncated={t.get('truncated')}</p>"
-    elif isinstance(t, list):
-        messages, tail = t, ""
-    else:
-        return ""
-    lines = "".join(f"<div class='msg {esc(str(m.get('role', '')))}'><b>{esc(str(m.get('role', '')))}</b>: "
-                    f"<pre>{esc(str(m.get('content', ''))[:4000])}</pre></div>" for m in messages if isinstance(m, dict))
-    return f"<details><summary>transcript ({len(messages)} messages)</summary>{lines}{tail}</details>"
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    esc = html.escape
-    head = "".join(f"<th>{esc(str(h))}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{esc(str(c))}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
-
-
 def _fmt_rate(v: Any) -> str:
     if isinstance(v, dict) and "rate" in v:
         return _pct(v)
     if isinstance(v, float):
         return f"{v:.3f}"
     return "n/a" if v is None else str(v)
-
-
-def summary_html(results: dict[str, Any]) -> str:
-    """The summary as tables: headline figures, then one table per breakdown."""
-    s = results["summary"]
-    scalars = [(k, _fmt_rate(v)) for k, v in s.items()
-               if k not in ("env_versions", "per_skill", "per_generation", "per_category", "agreement")
-               and (v is None or isinstance(v, (int, float, str)) or (isinstance(v, dict) and "rate" in v))]
-    out = [_table(["figure", "value"], scalars)]
-    for name, group in _groups(results).items():
-        out.append(f"<h3>per {html.escape(name)}</h3>" + _table([name, "success % [95% CI]"],
-                                                                 [(k, _pct(v)) for k, v in group.items()]))
-    if isinstance(s.get("agreement"), dict):
-        flat = [(k, json.dumps(v, default=str)[:300]) for k, v in s["agreement"].items() if k != "disagreements"]
-        out.append("<h3>agreement with the benchmark's own evaluator</h3>" + _table(["figure", "value"], flat))
-    return "\n".join(out)
 
 
 def leaderboard_rows(results_list: Sequence[dict[str, Any]]) -> list[list[str]]:
@@ -306,57 +299,41 @@ def leaderboard_rows(results_list: Sequence[dict[str, Any]]) -> list[list[str]]:
 LEADERBOARD_HEADER = ["rank", "run", "agent", "headline % [95% CI]", "state", "response", "process", "created"]
 
 
-def _boards_html(results_list: Sequence[dict[str, Any]]) -> str:
-    esc = html.escape
-    return "\n".join(f"<h3>{esc(suite)}: {esc(HEADLINES.get(suite, ('success', ''))[0])}</h3>"
-                     + _table(LEADERBOARD_HEADER, leaderboard_rows(group))
-                     for suite, group in by_suite(results_list).items())
+def _boards(results_list: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"suite": suite, "label": HEADLINES.get(suite, ("success", ""))[0], "header": LEADERBOARD_HEADER,
+             "rows": leaderboard_rows(group)} for suite, group in by_suite(results_list).items()]
 
 
 def html_report(results: dict[str, Any], others: Sequence[dict[str, Any]] = ()) -> str:
     """A self-contained HTML page: headline, leaderboard (this run plus ``others``),
-    summary tables, plots, and every failing entry with why it failed and its transcript."""
-    esc = html.escape
-    imgs = "\n".join(f'<figure><img alt="{esc(t)}" src="data:image/png;base64,{b}"/><figcaption>{esc(t)}</figcaption></figure>'
-                     for t, b in plots(results).items())
-    counted = counted_entries(results)
-    failing = [e for e in counted if not e.get("passed")]
-    shown = failing[:300]
-    h = headline(results)
-    apart = "".join(f" &middot; {v} {esc(k)} reported apart" for k, v in h["set_apart"].items())
-    fail_rows = "\n".join(
-        f"<tr><td>{esc(str(e['id']))}{esc(' seed ' + str(e['seed']) if 'seed' in e else '')}</td>"
-        f"<td>{esc(_why(e)[:400])}{_transcript_html(e)}</td></tr>" for e in shown)
+    summary tables, plots, and every failing entry with why it failed and its transcript
+    (rendered by :mod:`.report_html`: a template with autoescape, never concatenation)."""
+    from .report_html import render_report
+
+    failing = [e for e in counted_entries(results) if not e.get("passed")]
+    s = results["summary"]
+    scalars = [(k, _fmt_rate(v)) for k, v in s.items()
+               if k not in ("env_versions", "per_skill", "per_generation", "per_category", "agreement")
+               and (v is None or isinstance(v, (int, float, str)) or (isinstance(v, dict) and "rate" in v))]
+    agreement = [(k, json.dumps(v, default=str)[:300]) for k, v in s["agreement"].items() if k != "disagreements"] \
+        if isinstance(s.get("agreement"), dict) else []
+    shown = [{"id": str(e.get("id")), "seed": f" seed {e['seed']}" if "seed" in e else "", "why": _why(e)[:400],
+              "entry": e} for e in failing[:300]]
     meta = {k: results.get(k) for k in ("run", "created", "versions", "registry_revision", "options")
             if results.get(k) is not None}
-    board = _boards_html([results, *others])
-    return f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>spade eval: {esc(results['suite'])} / {esc(results['agent'])}</title>
-<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto}}table{{border-collapse:collapse;margin:6px 0}}
-td,th{{border:1px solid #ccc;padding:3px 8px;vertical-align:top}}figure{{display:inline-block;margin:8px}}
-pre{{background:#f6f6f6;padding:6px;white-space:pre-wrap;margin:2px 0}}.msg{{margin:4px 0}}</style>
-</head><body>
-<h1>{esc(results['suite'])} &middot; {esc(results['agent'])} &middot; run {esc(run_name(results))}</h1>
-<p>{esc(h['label'])}: <b>{esc(_pct(h))}</b> &middot; {len(failing)} failing of {h['n']} {esc(h['unit'])}{apart}
-&middot; full data: results.json, transcripts.jsonl</p>
-<h2>Leaderboard</h2>
-{board}
-<h2>Summary</h2>
-{summary_html(results)}
-<h2>Plots</h2>
-{imgs}
-<h2>Failing {esc(h['unit'])} ({len(shown)} of {len(failing)} shown)</h2><table><tr><th>id</th><th>why (click for the transcript)</th></tr>{fail_rows}</table>
-<h2>Reproducibility</h2><pre>{esc(json.dumps(meta, indent=1))}</pre>
-</body></html>
-"""
+    h = headline(results)
+    return render_report(
+        results={**results, "run": run_name(results)}, h=h, pct=_pct(h), failing=len(failing),
+        board=_boards([results, *others]), scalars=scalars, agreement=agreement, plots=plots(results),
+        breakdowns=[(name, [(k, _pct(v)) for k, v in group.items()]) for name, group in _groups(results).items()],
+        shown=shown, meta=meta)
 
 
 def leaderboard_page(results_list: Sequence[dict[str, Any]]) -> str:
-    """One HTML leaderboard over several runs (``spade leaderboard``)."""
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>spade leaderboard</title><style>"
-            "body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse}"
-            "td,th{border:1px solid #ccc;padding:3px 8px}</style></head><body><h1>Leaderboard</h1>"
-            f"{_boards_html(results_list)}</body></html>\n")
+    """One HTML leaderboard over several runs (``spade leaderboard``; :mod:`.report_html`)."""
+    from .report_html import render_leaderboard
+
+    return render_leaderboard(_boards(results_list))
 
 
 def write_report(results: dict[str, Any], out_dir: str | Path) -> dict[str, str]:

@@ -93,8 +93,8 @@ def parent_problem(r: dict[str, Any], remote: dict[tuple[int, int], dict[str, An
             return f"its parent {pid} declares no PARAMETERS"
         validate_kwargs(schema, json.loads(r.get("params") or "{}") if isinstance(r.get("params"), str)
                         else dict(r.get("params") or {}), str(pid))
-    except (SpadeError, ValueError, TypeError) as exc:
-        return str(exc)
+    except (SpadeError, ValueError, TypeError, ArithmeticError, LookupError, RecursionError) as exc:
+        return str(exc) or type(exc).__name__
     return None
 
 
@@ -102,7 +102,8 @@ def vet(remote: dict[tuple[int, int], dict[str, Any]], local: dict[tuple[int, in
          origin: str, published: str, res: Any) -> dict[tuple[int, int], dict[str, Any]]:
     """Column values of every remote row this pull may write (those already stored alike
     need none); a row that is malformed, or a variant whose parent does not check out,
-    is dropped from ``remote`` and reported in ``res.skipped``. Programs first, so a
+    is dropped from ``remote`` and reported in ``res.skipped`` (whatever fails while
+    judging one row skips that row with the reason, never the pull). Programs first, so a
     variant of a dropped program is dropped too."""
     prepared: dict[tuple[int, int], dict[str, Any]] = {}
     for key in sorted(remote, key=lambda k: (bool(remote[k].get("parent")), k)):
@@ -115,6 +116,8 @@ def vet(remote: dict[tuple[int, int], dict[str, Any]], local: dict[tuple[int, in
                 prepared[key] = untrusted_values(r, origin, published)
         except SpadeError as exc:
             problem = str(exc)
+        except Exception as exc:  # noqa: BLE001 - one row of others' data never ends the pull
+            problem = f"the row cannot be judged ({type(exc).__name__}: {str(exc)[:200]})"
         if problem is not None:
             res.skipped.append({"id": str(EnvId(*key)), "reason": f"refused: {problem}"[:500]})
             del remote[key]

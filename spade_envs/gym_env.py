@@ -28,7 +28,9 @@ sandbox for anything else unless ``trust_remote_code=True``.
   never carries trust: unpickled, a program runs in the sandbox unless the receiving code
   opted in with :func:`spade_envs.trust.trust_remote_code_on_unpickle`; a replay longer
   than :data:`MAX_REPLAY_STEPS` steps (or :data:`MAX_REPLAY_CHARS` characters) is refused
-  with :class:`EnvUnpicklingError`, before any program runs.
+  with :class:`EnvUnpicklingError`, before any program runs, and one that runs past
+  :data:`MAX_REPLAY_S` seconds is stopped with it. A pickled ``EnvSpec`` never names code:
+  the receiver rebuilds the spec from its own registration of the env's id.
 - A registry variant's params reach the program's constructor only (``env_kwargs``);
   params naming one of ``SpadeEnv``'s own keywords are refused
   (:func:`spade_envs.trust.check_params`).
@@ -36,8 +38,9 @@ sandbox for anything else unless ``trust_remote_code=True``.
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import pickle
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -60,6 +63,9 @@ StepTuple = tuple[str, float, bool, bool, dict]
 MAX_REPLAY_STEPS = 512
 #: the most action text (characters, all steps together) unpickling replays
 MAX_REPLAY_CHARS = 1_000_000
+#: the most seconds unpickling spends replaying (checked before each step: at most this
+#: plus one step's deadline)
+MAX_REPLAY_S = 10.0
 #: the constructor arguments a pickle may carry (trust and runtimes are never among them)
 _PICKLED_INIT = ("env_id", "version", "source", "hint", "render_mode", "env_kwargs", "opponent", "seat")
 _PICKLED_TYPES: dict[str, tuple[type, ...]] = {"env_id": (str,), "version": (int,), "source": (str,), "hint": (bool,),
@@ -257,15 +263,21 @@ class SpadeEnv(gym.Env[str, str]):
         self.use_hint = use_hint if isinstance(use_hint, bool) else self.use_hint
         if replay is not None:
             seed, actions = replay
+            end = time.monotonic() + MAX_REPLAY_S
             self.reset(seed=seed)
-            for action in actions:
+            for done, action in enumerate(actions):
+                if time.monotonic() > end:
+                    self.close()
+                    raise EnvUnpicklingError(
+                        f"pickled environment: replaying its episode took longer than {MAX_REPLAY_S:g} s "
+                        f"({done} of {len(actions)} steps; spade_envs.gym_env.MAX_REPLAY_S): reset() before pickling")
                 self.step(action)
         if state.get("rng") is not None:
             try:
                 self.np_random.bit_generator.state = state["rng"]
             except (TypeError, ValueError, KeyError) as exc:
                 raise EnvUnpicklingError(f"pickled environment: unusable random-generator state ({exc})") from None
-        self.spec = _unpickled_spec(state.get("spec"), init["trust_remote_code"])
+        self.spec = _unpickled_spec(state.get("spec"), self, init["trust_remote_code"])
 
 
 def _check_reserved_keywords() -> None:
@@ -321,18 +333,38 @@ def _unpickled_init(state: Any) -> tuple[dict[str, Any], tuple[int | None, list[
     return init, (seed, actions)
 
 
-def _unpickled_spec(spec: Any, trusted: bool) -> Any:
-    """The pickled ``EnvSpec`` (None for anything else), its kwargs holding the trust this
-    process granted, never the pickle's (``gym.make(env.spec)`` must not switch trust on)."""
+def _unpickled_spec(spec: Any, env: SpadeEnv, trusted: bool) -> Any:
+    """The spec of an unpickled env, rebuilt by the receiver: None unless the pickle had an
+    ``EnvSpec`` and the env's id (resolved by this process's registry in ``__init__``) is
+    registered here. Entry point, wrappers and kwargs come from this process's own
+    registration and the env's checked constructor arguments, never from the pickle (whose
+    spec may name any callable, ``"subprocess:run"`` included), and the trust is the one
+    this process granted (``gym.make(env.spec)`` must neither run code nor switch trust on)."""
     from gymnasium.envs.registration import EnvSpec
 
-    if not isinstance(spec, EnvSpec):
+    if not isinstance(spec, EnvSpec) or env.env_id is None or env.version is None:
         return None
-    spec = copy.copy(spec)
-    kwargs = {k: v for k, v in (spec.kwargs or {}).items() if k not in ("trust_remote_code", "runtime")} \
-        if isinstance(spec.kwargs, dict) else {}
-    spec.kwargs = {**kwargs, "trust_remote_code": True} if trusted else kwargs
-    return spec
+    gym_id = f"{env.env_id}-v{env.version}"
+    own = gym.envs.registration.registry.get(gym_id)
+    if own is None:
+        try:
+            own = gym.spec(gym_id)  # a lazily registered store id
+        except (gym.error.Error, LookupError, ValueError):
+            return None
+    kwargs = dict(own.kwargs or {})
+    init = env._init_args
+    if init.get("env_kwargs"):  # checked by the constructor (a variant's params included)
+        kwargs["env_kwargs"] = dict(init["env_kwargs"])
+    for key, plain in (("hint", False), ("render_mode", None), ("seat", 0)):
+        if init.get(key) != plain:
+            kwargs[key] = init[key]
+    if trusted:
+        kwargs["trust_remote_code"] = True
+    steps = spec.max_episode_steps  # a number or None (data); anything else: the registered one
+    if not (steps is None or (isinstance(steps, int) and not isinstance(steps, bool))):
+        steps = own.max_episode_steps
+    return dataclasses.replace(own, kwargs=kwargs, max_episode_steps=steps, order_enforce=spec.order_enforce is True,
+                               disable_env_checker=spec.disable_env_checker is True)
 
 
 def _capped(max_turns: Any, cap: int | None) -> Any:

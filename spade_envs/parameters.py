@@ -40,6 +40,7 @@ import copy
 import functools
 import json
 import random
+import time
 from typing import Any
 
 from . import schema_bounds
@@ -53,6 +54,8 @@ MAX_PROPERTIES = 64
 #: :mod:`spade_envs.gym_env` checks that ``SpadeEnv.__init__`` takes exactly these.
 RESERVED_KEYWORDS = frozenset({"env_id", "version", "source", "hint", "trust_remote_code", "runtime",
                                "render_mode", "env_kwargs", "opponent", "seat"})
+#: seconds :func:`sample_points` may spend validating, all points together
+SAMPLE_BUDGET_S = 4.0
 #: bounds of the keyword arguments validated against a schema
 KWARGS_LIMITS = schema_bounds.Limits(frozenset(), max_bytes=100_000, max_depth=32, max_nodes=20_000, max_items=10_000)
 
@@ -67,11 +70,12 @@ class ParametersSchemaError(EnvProgramError):
 class InvalidParametersError(SpadeError, ValueError):
     """Keyword arguments given to an environment violate its ``PARAMETERS`` schema.
 
-    ``name`` is the offending argument (None when the problem is not one argument's)."""
+    ``name`` is the offending argument (None when the problem is not one argument's);
+    ``judgement`` is True when the schema itself could not be judged (deadline, caps)."""
 
-    def __init__(self, message: str, name: str | None = None) -> None:
+    def __init__(self, message: str, name: str | None = None, *, judgement: bool = False) -> None:
         super().__init__(message)
-        self.name = name
+        self.name, self.judgement = name, judgement
 
 
 def read_parameters(source: str | ast.Module, filename: str = "<env>") -> dict[str, Any] | None:
@@ -119,7 +123,7 @@ def check_schema(schema: Any, filename: str = "<env>") -> dict[str, Any]:
         raise ParametersSchemaError(f"{where} is refused at {bound[0]}: {bound[1]}")
     try:
         meta = schema_bounds.meta_error(schema)
-    except schema_bounds.SchemaDeadlineError as exc:
+    except schema_bounds.SchemaJudgementError as exc:
         raise ParametersSchemaError(f"{where}: {exc}") from None
     if meta is not None:
         path = "/".join(str(p) for p in meta.absolute_path) or "(top level)"
@@ -144,7 +148,7 @@ def check_schema(schema: Any, filename: str = "<env>") -> dict[str, Any]:
         raise ParametersSchemaError(f"{where}: the defaults are too large: {bound[1]}")
     try:
         error = schema_bounds.best_error(_closed(schema), defaults(schema))
-    except schema_bounds.SchemaDeadlineError as exc:
+    except schema_bounds.SchemaJudgementError as exc:
         raise ParametersSchemaError(f"{where}: checking the defaults: {exc}") from None
     if error is not None:
         raise ParametersSchemaError(f"{where}: the defaults are invalid: {_describe(error)}")
@@ -187,16 +191,17 @@ def _describe(error: Any) -> str:
     return f"{name}: {error.message}" if name is not None else error.message
 
 
-def validate_kwargs(schema: dict[str, Any], kwargs: dict[str, Any], filename: str = "<env>") -> dict[str, Any]:
+def validate_kwargs(schema: dict[str, Any], kwargs: dict[str, Any], filename: str = "<env>", *,
+                    deadline_s: float = schema_bounds.DEADLINE_S) -> dict[str, Any]:
     """``kwargs`` when they satisfy ``schema``; else ONE :class:`InvalidParametersError`
     (also when they are too large, or checking them runs past the deadline)."""
     bound = schema_bounds.size_problem(kwargs, KWARGS_LIMITS)
     if bound is not None:
         raise InvalidParametersError(f"{filename}: parameters refused: {bound[1]} (at {bound[0]})")
     try:
-        error = schema_bounds.best_error(_closed(schema), kwargs)
-    except schema_bounds.SchemaDeadlineError as exc:
-        raise InvalidParametersError(f"{filename}: parameters cannot be checked: {exc}") from None
+        error = schema_bounds.best_error(_closed(schema), kwargs, deadline_s=deadline_s)
+    except schema_bounds.SchemaJudgementError as exc:
+        raise InvalidParametersError(f"{filename}: parameters cannot be checked: {exc}", judgement=True) from None
     if error is None:
         return kwargs
     path = list(error.absolute_path)
@@ -254,11 +259,15 @@ def _sample_value(spec: dict[str, Any], rng: random.Random, corner: str | None) 
     return copy.deepcopy(spec.get("default"))
 
 
-def sample_points(schema: dict[str, Any], n: int = 3, seed: int = 0, *, include_high: bool = False) -> list[dict[str, Any]]:
+def sample_points(schema: dict[str, Any], n: int = 3, seed: int = 0, *, include_high: bool = False,
+                  budget_s: float = SAMPLE_BUDGET_S) -> list[dict[str, Any]]:
     """Up to ``n`` distinct valid points other than the defaults, the same for the same
     arguments: the lowest corner (every bounded property at its minimum, the first enum
     value), optionally the highest corner, then seeded random points. Candidates that
-    violate the schema (e.g. through cross-property rules) are skipped."""
+    violate the schema (e.g. through cross-property rules) are skipped. All the
+    validations together take at most ``budget_s`` seconds: past it
+    :class:`ParametersSchemaError` (the schema is too slow to judge), never a pile of
+    per-point deadlines."""
     props = {k: v for k, v in (schema.get("properties") or {}).items() if isinstance(v, dict)}
     rng = random.Random(f"spade-parameters:{seed}")
     base = defaults(schema)
@@ -266,16 +275,25 @@ def sample_points(schema: dict[str, Any], n: int = 3, seed: int = 0, *, include_
     out: list[dict[str, Any]] = []
     corners: list[str | None] = ["low"] + (["high"] if include_high else [])
     attempts = 0
+    end = time.monotonic() + budget_s
     while len(out) < n and attempts < 20 * max(1, n):
         corner = corners[attempts] if attempts < len(corners) else None
         attempts += 1
-        point = {**base, **{k: _sample_value(v, rng, corner) for k, v in props.items()}}
+        try:
+            point = {**base, **{k: _sample_value(v, rng, corner) for k, v in props.items()}}
+        except (ArithmeticError, ValueError, TypeError):  # a bound jsonschema accepts but floats cannot hold
+            continue
         key = json.dumps(point, sort_keys=True)
         if key in seen:
             continue
+        left = end - time.monotonic()
+        if left <= 0:
+            raise ParametersSchemaError(f"PARAMETERS: sampling points took longer than {budget_s:g} s in all")
         try:
-            validate_kwargs(schema, point)
-        except InvalidParametersError:
+            validate_kwargs(schema, point, deadline_s=min(left, schema_bounds.DEADLINE_S))
+        except InvalidParametersError as exc:
+            if exc.judgement:
+                raise ParametersSchemaError(f"PARAMETERS: sampling points: {exc}") from None
             continue
         seen.append(key)
         out.append(point)

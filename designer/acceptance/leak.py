@@ -157,7 +157,12 @@ def _within_move(between: str) -> bool:
 
 def _find_sequence(moves: tuple[tuple[str, ...], ...], text: str) -> tuple[int, int] | None:
     """Moves in order, each move's tokens adjacent (:func:`_within_move`), consecutive
-    moves separated by 1..MAX_GAP units of non-alphanumerics or the word ``boxed``."""
+    moves separated by 1..MAX_GAP units of non-alphanumerics or the word ``boxed``.
+
+    Linear in ``len(text)`` plus the moves' tokens, whatever both hold: the tokens are
+    matched with Knuth-Morris-Pratt, and each token match's separators are checked in
+    constant time from prefix counts (a secret of 5,000-token moves against a
+    30,000-token observation is one scan, not their product)."""
     toks = [(m.group(0).casefold(), m.start(), m.end()) for m in _TOKEN.finditer(text)]
     if not moves or not toks:
         return None
@@ -173,30 +178,43 @@ def _find_sequence(moves: tuple[tuple[str, ...], ...], text: str) -> tuple[int, 
             kept.append((tok, start, end, pending_gap + between))
             pending_gap = 0
         prev_end = end
-    boundaries = set()
+    boundaries = []
     acc = 0
     for move in moves[:-1]:
         acc += len(move)
-        boundaries.add(acc)
+        boundaries.append(acc)
     n = len(words)
-    for i in range(len(kept) - n + 1):
-        if kept[i][0] != words[0]:
-            continue
-        ok = True
-        for k in range(1, n):
-            tok, _s, _e, gap = kept[i + k]
-            if tok != words[k]:
-                ok = False
-                break
-            if k in boundaries:
-                if not 1 <= gap <= MAX_GAP:
-                    ok = False
-                    break
-            elif not _within_move(text[kept[i + k - 1][2] : kept[i + k][1]]):
-                ok = False
-                break
-        if ok:
-            return kept[i][1], kept[i + n - 1][2]
+    if n == 0 or len(kept) < n:
+        return None
+    vocab: dict[str, int] = {}
+    pattern = [vocab.setdefault(w, len(vocab)) for w in words]
+    seq = [vocab.get(tok, -1) for tok, _s, _e, _g in kept]
+    gap_ok = [1 <= gap <= MAX_GAP for _t, _s, _e, gap in kept]
+    # not_within[j]: the text between kept tokens j-1 and j does not join one move
+    not_within = [False] + [not _within_move(text[kept[j - 1][2]:kept[j][1]]) for j in range(1, len(kept))]
+    prefix = [0]
+    for flag in not_within:
+        prefix.append(prefix[-1] + flag)
+    fail = [0] * n  # KMP failure function of the pattern
+    k = 0
+    for i in range(1, n):
+        while k and pattern[i] != pattern[k]:
+            k = fail[k - 1]
+        if pattern[i] == pattern[k]:
+            k += 1
+        fail[i] = k
+    k = 0
+    for j, sym in enumerate(seq):
+        while k and sym != pattern[k]:
+            k = fail[k - 1]
+        if sym == pattern[k]:
+            k += 1
+        if k == n:
+            i = j - n + 1
+            bad = prefix[i + n] - prefix[i + 1] - sum(not_within[i + b] for b in boundaries)
+            if bad == 0 and all(gap_ok[i + b] for b in boundaries):
+                return kept[i][1], kept[j][2]
+            k = fail[k - 1]
     return None
 
 

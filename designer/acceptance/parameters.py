@@ -83,7 +83,11 @@ class ParameterSampling:
         if report.failure is not None or not report.stages:
             return report
         t1 = time.perf_counter()
-        points = sample_points(schema, POINTS, seed=0)
+        try:
+            points = sample_points(schema, POINTS, seed=0)  # all its validations under one budget
+        except SpadeError as exc:  # too slow to judge: the stage's verdict, never accepted
+            report.stages.append(StageVerdict(Stage.PARAMETERS, False, str(exc), time.perf_counter() - t1))
+            return report
         for point in points:
             sub = inner.run(source, filename, dataclasses.replace(config, env_kwargs=point, novelty_check=None))
             bad = sub.failure

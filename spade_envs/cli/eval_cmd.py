@@ -58,7 +58,7 @@ def _run_registry(agent: str, split: str | None, limit: int | None, seeds: int, 
     runner = _registry_agent(agent, **opts)  # a bad agent fails here, before the progress bar
     tasks = rs.make_tasks(records, range(seeds), max_turns=max_turns)
     key = lambda t: f"{t.env_id}#{t.seed}"  # noqa: E731
-    done = dict(partial.rows) if partial is not None else {}
+    done = _resumed("registry", partial, records)
     todo = [t for t in tasks if key(t) not in done]
     chunk = 1 if agent.startswith("replay:") else CHUNK
     bar = _bar(len(tasks), "scoring", show)
@@ -161,6 +161,21 @@ def _open_partial(folder: Path, run: dict[str, Any], resume: bool, force: bool, 
     else:
         partial.start(run, force=force)
     return partial
+
+
+def _resumed(suite: str, partial: Any, records: Any = ()) -> dict[str, Any]:
+    """The interrupted run's rows, validated and recomputed or refused
+    (:mod:`spade_envs.evals.resume_rows`); each refusal is one line on stderr."""
+    if partial is None or not partial.rows:
+        return {}
+    from spade_envs.evals.resume_rows import checked
+    from spade_envs.textsafe import safe_text
+
+    def refused(key: str, reason: str) -> None:
+        typer.echo(safe_text(f"spade: --resume: the finished row {key[:120]!r} is refused ({reason}); "
+                             "it is played again"), err=True)
+
+    return checked(suite, dict(partial.rows), records=records, refused=refused)
 
 
 def _interrupted(partial: Any, suite: str) -> typer.Exit:
@@ -267,7 +282,8 @@ def register(app: typer.Typer) -> None:
                 bar = _bar(None, "matches", progress)
                 try:
                     rows, summary, extra = run_games(agent, limit=limit, episodes=max(2, seeds),
-                                                     max_new_tokens=max_new_tokens, finished=dict(partial.rows),
+                                                     max_new_tokens=max_new_tokens,
+                                                     finished=_resumed("games", partial),
                                                      on_row=partial.add, progress=bar.update)
                 finally:
                     bar.close()
