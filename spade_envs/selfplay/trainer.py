@@ -338,6 +338,11 @@ class SelfPlayTrainer:
         self.round = r + 1
         return row
 
+    def designer_step(self) -> dict[str, Any]:
+        """The designer GRPO step on the ledger's ready groups (``spade bench designer``
+        calls it too: one implementation of the step)."""
+        return self._designer_step()
+
     def _designer_step(self) -> dict[str, Any]:
         cfg = self.config
         groups = self.ledger.ready_groups()
@@ -359,7 +364,8 @@ class SelfPlayTrainer:
         return {"designer_groups_trained": len(groups), "designer_loss": step["loss"],
                 "designer_reward": _mean([float(x) for x in rewards]), "designer_advantages": step["advantages"],
                 "designer_raw_rewards": [c.reward for c in cands], "designer_trained_accepted": len(valid),
-                "designer_trained_regret": _mean(regrets), "designer_clip_ratio": step.get("clip_ratio/region_mean")}
+                "designer_trained_regret": _mean(regrets), "designer_clip_ratio": step.get("clip_ratio/region_mean"),
+                "designer_grad_norm": step.get("grad_norm")}
 
     def _proposal_metrics(self, props: list[Proposal]) -> dict[str, Any]:
         if not props:
