@@ -85,6 +85,10 @@ class PointScorer:
         self.cache: dict[str, PointScore] = {}
         self.plays = 0
 
+    def returns(self, key: str, hint: bool, episode: Any) -> float:
+        """The reward one play of point ``key`` earned (the trainer's agent reward)."""
+        return float(self.reward_of(episode))
+
     def episode_seeds(self, key: str) -> list[int]:
         base = int(hashlib.sha256(f"{self.seed}:{key}".encode()).hexdigest()[:8], 16)
         return [(base + 7919 * i) % 1_000_000 for i in range(max(self.plain, self.hint))]
@@ -113,7 +117,7 @@ class PointScorer:
                 self.cache[key] = PointScore([], [])
             for (key, hint), ep in zip(owners, episodes):
                 sc = self.cache[key]
-                (sc.hint if hint else sc.plain).append(self.reward_of(ep))
+                (sc.hint if hint else sc.plain).append(self.returns(key, hint, ep))
                 sc.step_timeout = sc.step_timeout or is_step_timeout(ep)
         return [self.cache[point_key(p, kw)] for p, kw in points]
 
@@ -180,6 +184,9 @@ class DesignerArm:
         rec.trained_rewards = [[float(c.reward) for c in g] for g in groups]
         if self.train:
             out = tr.designer_step()
+            got = [float(r) for r in out.get("designer_raw_rewards") or []]  # what the step itself consumed
+            sizes = [len(g) for g in groups]
+            rec.trained_rewards = [got[sum(sizes[:i]):sum(sizes[:i + 1])] for i in range(len(sizes))]
         else:
             tr.ledger.ready_groups()  # settled and dropped: the untrained designer never steps
             out = {"designer_groups_trained": len(groups)}

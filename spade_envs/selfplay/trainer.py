@@ -360,8 +360,12 @@ class SelfPlayTrainer:
                 self.rollout.designer.pop(c.cid, None)
         cands = [c for g in groups for c in g]
         valid = [c for c in cands if c.valid]
+        sizes = [len(g) for g in groups]
+        starts = [sum(sizes[:i]) for i in range(len(groups))]
+        nonzero = sum(max(rewards[a:a + n]) - min(rewards[a:a + n]) > 1e-9 for a, n in zip(starts, sizes))
         regrets = [c.regret for c in valid if c.regret is not None]
-        return {"designer_groups_trained": len(groups), "designer_loss": step["loss"],
+        return {"designer_groups_trained": len(groups), "designer_groups_nonzero_adv": nonzero,
+                "designer_loss": step["loss"],
                 "designer_reward": _mean([float(x) for x in rewards]), "designer_advantages": step["advantages"],
                 "designer_raw_rewards": [c.reward for c in cands], "designer_trained_accepted": len(valid),
                 "designer_trained_regret": _mean(regrets), "designer_clip_ratio": step.get("clip_ratio/region_mean"),
