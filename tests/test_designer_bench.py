@@ -85,6 +85,8 @@ def test_frozen_agent_frozen_and_designer_moved(bench):
     assert weights_hash(trained.model) != bench["before"]["trained"]  # the hash does see a step
     m = bench["recs"]["trained"].metrics
     assert m["nonzero_adv_group_share"] > 0 and m["grad_norm"] and m["grad_norm"] > 0
+    # the trainer's own round figure (the self-play summary's) counts the same groups
+    assert m["trainer_groups_nonzero_adv"] == round(m["nonzero_adv_group_share"] * m["groups"])
 
 
 def test_permutation_keeps_each_group_multiset():
