@@ -30,7 +30,7 @@ Settings from the environment (defaults in :data:`DEFAULTS`): ``SPADE_BENCH_STEP
 ``SPADE_BENCH_PROMPTS``, ``SPADE_BENCH_GROUP``, ``SPADE_BENCH_PLAYS``,
 ``SPADE_BENCH_HELDOUT``, ``SPADE_BENCH_MODEL``, ``SPADE_BENCH_LR``, ``SPADE_BENCH_BETA``,
 ``SPADE_BENCH_TEMPERATURE``, ``SPADE_BENCH_REWARD_SCALE``, ``SPADE_BENCH_SEED``.
-``--quick``: the tiny random model, 2 steps of 1 prompt x 4, 1 + 1 plays, 4 held-out
+``--quick``: the tiny random model, 2 steps of 1 prompt x 2, 1 + 1 plays, 2 held-out
 proposals (its figures mean nothing; it checks the wiring).
 """
 
@@ -74,7 +74,7 @@ class BenchSettings:
 
 
 DEFAULTS = BenchSettings()
-QUICK = BenchSettings(model="tiny-random", preset="cpu-tiny", steps=2, prompts=1, group=4, plays=1, heldout=4,
+QUICK = BenchSettings(model="tiny-random", preset="cpu-tiny", steps=2, prompts=1, group=2, plays=1, heldout=2,
                       learning_rate=1e-3, agent_max_new_tokens=4, max_turns=1)
 
 
