@@ -112,3 +112,22 @@ def test_compare_interval_and_p_value():
                                {"valid": True, "point": {"difficulty": 10}, "parent": "a"},
                                {"valid": False, "point": None, "parent": None}])
     assert list(k["knobs"]["difficulty"]) == ["2", "10"] and k["valid"] == 2
+
+
+def test_bench_is_listed_and_bad_settings_are_refused_first(monkeypatch):
+    from spade_envs.cli.bench import BENCHMARKS
+    from spade_envs.selfplay.config import SelfPlayConfigError
+    from spade_envs.selfplay.designer_bench import DEFAULTS, settings_from_env
+
+    assert BENCHMARKS["designer"] == "spade_envs.selfplay.designer_bench"
+    assert DEFAULTS.steps >= 30 and DEFAULTS.prompts >= 2 and DEFAULTS.group >= 8 and DEFAULTS.plays >= 4
+    assert DEFAULTS.heldout >= 64 and DEFAULTS.model == "default"
+    monkeypatch.setenv("SPADE_BENCH_STEPS", "0")
+    with pytest.raises(SelfPlayConfigError, match="SPADE_BENCH_STEPS"):
+        settings_from_env()
+    monkeypatch.setenv("SPADE_BENCH_STEPS", "3")
+    monkeypatch.setenv("SPADE_BENCH_LR", "fast")
+    with pytest.raises(SelfPlayConfigError, match="SPADE_BENCH_LR"):
+        settings_from_env()
+    monkeypatch.setenv("SPADE_BENCH_LR", "1e-4")
+    assert (settings_from_env().steps, settings_from_env().learning_rate) == (3, 1e-4)

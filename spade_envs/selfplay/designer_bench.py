@@ -24,7 +24,8 @@ distributions of the first and last quarter, and ``comparison`` (last-quarter me
 proposal regret, trained - control and trained - untrained, bootstrap 95 % interval and
 permutation p-value, the same on the held-out parents): :mod:`.designer_stats`. Output
 folder ``SPADE_BENCH_OUT`` (``runs/bench-designer``): ``designer.png``, ``tensorboard/``,
-``designer.json``. Progress (a bar) goes to stderr.
+``designer.json`` (and ``steps.jsonl``, one line per step as it ends). Progress (a bar)
+goes to stderr.
 
 Settings from the environment (defaults in :data:`DEFAULTS`): ``SPADE_BENCH_STEPS``,
 ``SPADE_BENCH_PROMPTS``, ``SPADE_BENCH_GROUP``, ``SPADE_BENCH_PLAYS``,
@@ -204,6 +205,8 @@ def run_designer_bench(s: BenchSettings, out_dir: str | Path, say: Callable[[str
                 m = rec.metrics
                 bar.advance(f"{name} step {step}: regret {m['mean_regret']:.3f}, valid {m['valid_rate']:.2f}")
             step_rows.append(row)
+            with open(out / "steps.jsonl", "a") as fh:  # partial runs leave their steps behind
+                fh.write(json.dumps(row, default=str) + "\n")
         untrained_tr = make(cfgs["untrained"])
         initial["untrained"] = weights_hash(untrained_tr.model)
         arms["untrained"] = DesignerArm("untrained", untrained_tr, scorer, start_model, train=False, seed=s.seed)
