@@ -13,8 +13,9 @@ Contract:
   own agent reward (``SelfPlayRollout.reward_of``);
 - :class:`DesignerArm` drives the trainer's OWN code for everything it measures: the
   proposals are ``SelfPlayTrainer._design`` (params mode), the returns go into the
-  trainer's :class:`~.rewards.DesignerLedger` (``record_plays``: SPADE's regret and the
-  preset's designer reward), and the step is ``SelfPlayTrainer.designer_step``. The only
+  trainer's settlement (``SelfPlayTrainer.settle_env``: SPADE's regret and, through its
+  :class:`~.rewards.DesignerLedger`, the preset's designer reward), and the step is
+  ``SelfPlayTrainer.designer_step``. The only
   difference between arms is ``permute``: the control arm shuffles the settled rewards
   inside each group (same multiset, no information about which proposal earned which)
   just before the step; ``train=False`` (the untrained arm) settles the groups and
@@ -160,13 +161,16 @@ class DesignerArm:
         self.records: list[StepRecord] = []
 
     def step(self, step: int) -> StepRecord:
+        import dataclasses
+
         tr = self.trainer
-        props = tr._design(step)
+        props, _ = tr._design(step)
         by_cid = {p.cid: p for p in props}
-        valid = [p for p in props if p.valid and p.env_id is not None and p.parent]
+        # valid variants the trainer put in its buffer (the others it settled already, without plays)
+        valid = [p for p in props if p.valid and p.env_id in tr.buffer.entries and p.parent]
         scores = self.scorer.score([(p.parent, p.params or {}) for p in valid])
-        for p, sc in zip(valid, scores):  # the trainer's ledger settles regret and the designer reward
-            tr.ledger.record_plays(p.env_id, sc.plain, sc.hint, step_timeout=sc.step_timeout)
+        for p, sc in zip(valid, scores):  # the trainer's settlement: regret, the ledger's designer reward
+            tr.settle_env(tr.buffer.entries[p.env_id], sc.plain, sc.hint, step_timeout=sc.step_timeout)
         cands = {c.cid: c for c in tr.ledger.candidates.values() if c.cid in by_cid}
         rec = StepRecord(step)
         for p in props:
@@ -183,7 +187,8 @@ class DesignerArm:
             permute_group_rewards(groups, self.perm_rng)
         rec.trained_rewards = [[float(c.reward) for c in g] for g in groups]
         if self.train:
-            out = tr.designer_step()
+            stats = tr.designer_step()
+            out = dataclasses.asdict(stats) if stats is not None else {}
             got = [float(r) for r in out.get("designer_raw_rewards") or []]  # what the step itself consumed
             sizes = [len(g) for g in groups]
             rec.trained_rewards = [got[sum(sizes[:i]):sum(sizes[:i + 1])] for i in range(len(sizes))]
