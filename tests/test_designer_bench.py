@@ -30,7 +30,7 @@ def bench(tmp_path_factory):
     from spade_envs.selfplay.trainer import SelfPlayTrainer
 
     out = tmp_path_factory.mktemp("designer-bench")
-    s = replace(QUICK, group=4, prompts=2)
+    s = replace(QUICK, group=4, prompts=1)
     cfgs = {n: arm_config(s, out, n) for n in ("trained", "control")}
     trained = SelfPlayTrainer(cfgs["trained"])
     agent, start = frozen_agent(trained)
