@@ -18,11 +18,12 @@ from spade_envs.selfplay.designer_bench import QUICK, arm_config
 
 class SyntheticScorer(PointScorer):
     """Plays through the frozen agent, but each point's returns follow a fixed rule of the
-    point (plain 0, hinted 0 / 0.5 / 1 by its hash): regret differs between proposals."""
+    point (plain 0, hinted 0.001-0.1 by its hash): regret, and so reward, differs between
+    proposals (below blend's 0.15 saturation)."""
 
     def returns(self, key, hint, episode):
         super().returns(key, hint, episode)
-        return (int(hashlib.sha256(key.encode()).hexdigest(), 16) % 3) / 2 if hint else 0.0
+        return (1 + int(hashlib.sha256(key.encode()).hexdigest(), 16) % 100) / 1000 if hint else 0.0
 
 
 @pytest.fixture(scope="module")
@@ -74,8 +75,15 @@ def test_control_never_gets_the_true_rewards(bench):
     assert varied, "the synthetic landscape must give some group reward variance"
     for got, true in zip(c.trained_rewards, c.true_rewards):
         assert Counter(got) == Counter(true)  # same rewards, reshuffled within the group
-    # fails if the control arm's step received the true rewards (no permutation reached it)
-    assert any(c.trained_rewards[i] != c.true_rewards[i] for i in varied)
+    # the step consumed exactly the permutation drawn from the arm's own seeded RNG ...
+    import random
+
+    rng, expected = random.Random(17), [list(g) for g in c.true_rewards]  # DesignerArm(seed=0)'s RNG
+    for g in expected:
+        rng.shuffle(g)
+    assert c.trained_rewards == expected
+    # ... which is not the truth: this fails if the control arm's step received the true rewards
+    assert expected != c.true_rewards
 
 
 def test_frozen_agent_frozen_and_designer_moved(bench):

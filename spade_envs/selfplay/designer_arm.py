@@ -71,9 +71,11 @@ class PointScore:
 
     @property
     def estimate(self) -> Any:
-        from ..designer.regret import RegretEstimate
+        """Self-play's one regret rule (:func:`~.rewards.regret_estimate`; a parametric
+        parent's own ``hint()`` is its usable hint)."""
+        from .rewards import regret_estimate
 
-        return RegretEstimate.from_rewards(self.hint or self.plain, self.plain)
+        return regret_estimate(self.plain, self.hint, hint_usable=True)
 
 
 class PointScorer:
