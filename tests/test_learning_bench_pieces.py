@@ -93,7 +93,8 @@ def test_round_shares_and_plot_lines(tmp_path) -> None:  # noqa: ANN001
     log = MetricsLogger(tmp_path, tensorboard=False)
     for r in range(3):
         log.log({"round": r, "proposed": 4, "valid": r + 1, "frontier": r, "mean_regret": 0.1 * r,
-                 "agent_reward": 0.2 * r, "agent_loss": 0.5 - 0.1 * r, "designer_loss": 0.3, "win_rate_plain": 0.2})
+                 "agent_reward": 0.2 * r, "agent_loss": 0.5 - 0.1 * r, "designer_loss": 0.3, "win_rate_plain": 0.2,
+                 "designer_trained_regret": 0.05 * r})
     rows = log.read()
     assert [r["frontier_share"] for r in rows] == [0.0, 0.25, 0.5] and rows[2]["accepted_share"] == 0.75
     sig = round_signal(rows)
@@ -116,6 +117,7 @@ def test_round_shares_and_plot_lines(tmp_path) -> None:  # noqa: ANN001
         lines = titles[title].lines
         assert lines and all(len(line.get_xdata()) == 3 for line in lines), title  # a line over the rounds
     assert len(titles["GRPO loss"].lines) == 2  # both roles
+    assert len(titles["regret of the plays"].lines) == 2  # all plays, and the designer's proposals
 
 
 def test_designer_off_is_the_fixed_environment_baseline() -> None:

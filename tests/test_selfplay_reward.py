@@ -225,7 +225,8 @@ def test_plain_summary_says_what_happened():
     from spade_envs.selfplay.report import compare_table, plain_summary
 
     rows = [{"proposed": 4, "valid": 2, "proposed_params": 3, "designer_trained_regret": 0.25, "agent_reward": 0.5,
-             "envs_played": 4, "agent_advantages": [0.7, -0.7, 0.0, 0.0], "designer_advantages": [0.0, 0.0]}]
+             "envs_played": 4, "agent_advantages": [0.7, -0.7, 0.0, 0.0], "designer_advantages": [0.0, 0.0],
+             "designer_groups_trained": 3, "designer_groups_nonzero_adv": 1}]
     compare = {"episodes": 6, "before": {"wins": 1, "rate": 1 / 6, "ci95": [0.03, 0.56]},
                "after": {"wins": 3, "rate": 0.5, "ci95": [0.19, 0.81]},
                "envs": [{"id": "spade/Env-00012-v0", "kwargs": {"difficulty": 0}, "episodes": 6,
@@ -234,6 +235,8 @@ def test_plain_summary_says_what_happened():
     assert "proposed 4 environment(s) (3 as parameter variants, 1 as programs)" in text
     assert "2 passed acceptance and 2 were registered" in text and "averaged 0.250" in text
     assert "2 of 4 agent rows and 0 of 2 designer rows were non-zero" in text
+    assert "designer groups with a non-zero advantage (not every proposal rewarded alike): 1 of 3" in text
+    assert "the designer's mean proposal regret per round: 0.250 (the agent's mean reward per round: 0.500)" in text
     assert "not every role received a learning signal" in text and "won 1 before and 3 after" in text
     table = compare_table(compare)
     assert "spade/Env-00012-v0 difficulty=0" in table and "16.7%" in table and "50.0%" in table

@@ -19,6 +19,7 @@ BENCHMARKS = {
     "prefix-sliding": "spade_envs.benches.prefix_sliding",
     "acceptance": "spade_envs.designer.bench_acceptance",
     "learning": "spade_envs.selfplay.learning_bench",
+    "designer": "spade_envs.selfplay.designer_bench",
 }
 
 

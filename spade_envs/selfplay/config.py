@@ -387,7 +387,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     # attention step otherwise keeps every layer's attention weights for the backward pass)
     "cpu-smol": dict(model="default", learning_rate=5e-5, rounds=2, agent_max_new_tokens=48, max_turns=2,
                      designer_max_new_tokens=192, envs_per_round=6, replay_share=0.34, agent_group_size=4,
-                     hint_plays=2, designer_prompts=3, designer_group_size=2, params_share=0.67, seed_levels="easiest",
+                     hint_plays=2, designer_prompts=3, designer_group_size=4, params_share=0.67, seed_levels="easiest",
                      seed_games=False, micro_batch_size=4, gradient_checkpointing=True, max_context=1536,
                      designer_prompt_tokens=1024, model_hints=False, reward_mode="blend",
                      # tool-use seeds carry 600-1600 prompt tokens of tool specs: on 2 cores one

@@ -21,7 +21,8 @@ from typing import Any
 PLOTTED = (
     ("designer acceptance", [("accepted_share", "accepted / proposed")]),
     ("designer learning signal", [("frontier_share", "in the frontier band / proposed")]),
-    ("regret of the plays", [("mean_regret", "mean regret")]),
+    ("regret of the plays", [("mean_regret", "mean regret (all plays)"),
+                             ("designer_trained_regret", "designer's proposals (mean regret)")]),
     ("agent reward", [("agent_reward", "mean reward"), ("win_rate_plain", "win rate (no hint)"),
                       ("win_rate_hint", "win rate (hint)")]),
     ("GRPO loss", [("agent_loss", "agent"), ("designer_loss", "designer")]),

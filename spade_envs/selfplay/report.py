@@ -120,6 +120,17 @@ def plain_summary(summary: dict[str, Any], rows: list[dict[str, Any]], compare: 
 
         lines.append(f"Per round with proposals, the share accepted was {pct('accepted_share')} and the share landing "
                      f"in the frontier band (0 < plain win rate < 1 and regret > 0) was {pct('frontier_share')}.")
+    trained = [r for r in rows if r.get("designer_groups_trained")]
+    if trained:
+        lines.append("Per round, designer groups with a non-zero advantage (not every proposal rewarded alike): "
+                     + ", ".join(f"{r.get('designer_groups_nonzero_adv', 0)} of {r['designer_groups_trained']}"
+                                 for r in trained)
+                     + "; the designer's mean proposal regret per round: "
+                     + ", ".join("-" if r.get("designer_trained_regret") is None else f"{r['designer_trained_regret']:.3f}"
+                                 for r in trained)
+                     + " (the agent's mean reward per round: "
+                     + ", ".join("-" if r.get("agent_reward") is None else f"{r['agent_reward']:.3f}" for r in trained)
+                     + ").")
     lines.append(f"The agent played {plays} environment(s) per round in total and earned a mean reward of "
                  f"{(sum(rewards) / len(rewards)) if rewards else 0.0:.3f} on its training plays.")
     lines.append(f"GRPO advantages: {_nonzero(agent_adv)} of {len(agent_adv)} agent rows and {_nonzero(des_adv)} of "

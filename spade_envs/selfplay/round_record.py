@@ -68,6 +68,8 @@ class DesignerStats:
     designer_trained_accepted: int
     designer_trained_regret: float | None
     designer_clip_ratio: float | None
+    designer_groups_nonzero_adv: int = 0  #: groups whose trained rewards were not all equal (a signal)
+    designer_grad_norm: float | None = None  #: the step's gradient norm before clipping
 
 
 @dataclass

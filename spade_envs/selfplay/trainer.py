@@ -352,6 +352,11 @@ class SelfPlayTrainer:
         self.round = r + 1
         return record
 
+    def designer_step(self) -> DesignerStats | None:
+        """The designer GRPO step on the ledger's ready groups (None: no group was ready);
+        ``spade bench designer`` calls it too: one implementation of the step."""
+        return self._designer_step()
+
     # -- settlement -------------------------------------------------------------------------
     def settle_env(self, e: ReplayEntry, plain: list[float], fresh: list[float], *,
                    step_timeout: bool = False) -> EnvOutcome:
@@ -411,12 +416,16 @@ class SelfPlayTrainer:
                 self.rollout.designer.pop(c.cid, None)
         cands = [c for g in groups for c in g]
         valid = [c for c in cands if c.valid]
+        sizes = [len(g) for g in groups]
+        starts = [sum(sizes[:i]) for i in range(len(groups))]
+        nonzero = sum(max(rewards[a:a + n]) - min(rewards[a:a + n]) > 1e-9 for a, n in zip(starts, sizes))
         regrets = [c.regret for c in valid if c.regret is not None]
         return DesignerStats(
             designer_groups_trained=len(groups), designer_loss=step["loss"],
             designer_reward=mean_or_none([float(x) for x in rewards]), designer_advantages=step["advantages"],
             designer_raw_rewards=[c.reward for c in cands], designer_trained_accepted=len(valid),
-            designer_trained_regret=mean_or_none(regrets), designer_clip_ratio=step.get("clip_ratio/region_mean"))
+            designer_trained_regret=mean_or_none(regrets), designer_clip_ratio=step.get("clip_ratio/region_mean"),
+            designer_groups_nonzero_adv=nonzero, designer_grad_norm=step.get("grad_norm"))
 
     # -- checkpoints -------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
