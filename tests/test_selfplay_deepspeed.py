@@ -50,10 +50,21 @@ def reference(tmp_path_factory):
     return out
 
 
+LR = 1e-2  # the worker's learning rate: AdamW's first step moves each weight by about LR
+# AdamW's first step is g / (|g| + eps) * LR: a weight whose gradient is ~eps (1e-8) moves by
+# an amount the order of the cross-rank reduction decides (seen: 10 of 3.1M weights off by
+# 3e-4); every weight must agree within 5 % of one step, all but 1e-5 of them within 1e-5
+ATOL, ATOL_MOST, MOST = 0.05 * LR, 1e-5, 1 - 1e-5
+
+
 def _close(a: dict, b: dict) -> None:
     assert a.keys() == b.keys() and a
+    total = off = 0
     for k in a:
-        torch.testing.assert_close(a[k], b[k], rtol=1e-4, atol=1e-5, msg=k)
+        torch.testing.assert_close(a[k], b[k], rtol=0, atol=ATOL, msg=k)
+        total += a[k].numel()
+        off += int(((a[k] - b[k]).abs() > ATOL_MOST).sum())
+    assert off <= (1 - MOST) * total, f"{off} of {total} weights differ by more than {ATOL_MOST}"
 
 
 @pytest.mark.parametrize("stage", [2, 3])
@@ -63,14 +74,15 @@ def test_micro_batched_step_on_two_ranks_equals_one_process_on_the_full_batch(st
     launch(stage, "step", tmp_path)
     ref = json.loads((reference / "rank0-ref.json").read_text())
     ranks = [json.loads((tmp_path / f"rank{r}-step.json").read_text()) for r in (0, 1)]
-    before = torch.load(reference / "params-ref.pt")  # noqa: F841 (shapes)
     for info in ranks:
         assert info["world"] == 2 and "DEEPSPEED" in info["distributed_type"]
         assert info["micro_batches"] == 4 and info["engine_gas"] == 4
         assert info["grad_norm"] == pytest.approx(ref["grad_norm"], rel=1e-4)  # DeepSpeed's own norm
         assert len(info["advantages"]) == 8  # both ranks' rows, not rank 0's only
         assert sorted(info["advantages"]) == pytest.approx(sorted(ref["advantages"]), abs=1e-5)
-    _close(torch.load(tmp_path / "params-step.pt"), torch.load(reference / "params-ref.pt"))
+    after, ref_after = torch.load(tmp_path / "params-step.pt"), torch.load(reference / "params-ref.pt")
+    _close(after, ref_after)
+    assert max(float((after[k] - ref_after[k]).abs().max()) for k in after) < 0.5 * LR
 
 
 def test_zero3_gathered_checkpoint_then_resume_continues_to_the_same_weights(tmp_path):
