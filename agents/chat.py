@@ -40,11 +40,6 @@ def fallback_system_prompt(tools: list[dict] | None, base: str = SYSTEM_PROMPT) 
     return system_prompt(tools, native_tools=False, base=base)
 
 
-def native_system_prompt(tools: list[dict] | None, base: str = SYSTEM_PROMPT) -> str:
-    """The system prompt when the template renders tools itself."""
-    return system_prompt(tools, native_tools=True, base=base)
-
-
 def initial_messages(observation: str, tools: list[dict] | None, *, native_tools: bool,
                      system_prompt: str = SYSTEM_PROMPT) -> list[dict]:
     """``[system, user(observation)]`` for a fresh episode (:func:`spade_envs.prompts.opening_messages`)."""

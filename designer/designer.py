@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from statistics import fmean
 from typing import Any, Callable
 
-from ..errors import SpadeError
+from ..errors import SpadeError, Stage
 from .lazy_deps import LazyDesignerDeps
 from ..program import source_sha256
 from .acceptance import AcceptanceConfig, AcceptancePipeline
@@ -325,7 +325,7 @@ class EnvironmentDesigner(LazyDesignerDeps):
             report = pipeline.run(code, filename=f"candidate_{c.index:03d}.py")
             verdicts = [{"name": "extract", "ok": True, "detail": f"{len(code.splitlines())} lines of code"}]
             verdicts += [{"name": s.name, "ok": s.ok, "detail": s.detail,
-                          **(replay_metadata(report) if s.name == "solution_replay" else {})} for s in report.stages]
+                          **(replay_metadata(report) if s.name == Stage.SOLUTION_REPLAY else {})} for s in report.stages]
             if report.accepted:  # later candidates of this run must differ from it too
                 self.memory.novelty_index().add(f"candidate-{c.index}", code)
         c.attempts.append(Attempt(round_no, len(answer), verdicts, time.perf_counter() - t0))

@@ -316,8 +316,10 @@ def score_variants(agent: Any, proposals: list[VariantProposal], config: Any = N
 def register_variants(registry: Any, proposals: list[VariantProposal], *, generation: int,
                       designer_model: str | None = None, reward_mode: str = "regret", agent_name: str | None = None,
                       memory: VariantMemory | None = None) -> list[VariantProposal]:
-    """``Registry.add_variant`` for every valid proposal, in ``generation``, with its
-    verdicts, provenance and (when scored) its scores; returns the registered ones."""
+    """The one variant write path (:func:`spade_envs.registry.write.register_variant`) for
+    every valid proposal, in ``generation``, with its verdicts, provenance and (when
+    scored) its scores; returns the registered ones."""
+    from ..registry.write import register_variant
     from .scoring import scores_metadata
 
     done = []
@@ -330,8 +332,8 @@ def register_variants(registry: Any, proposals: list[VariantProposal], *, genera
         if est is not None:
             meta["scores"] = {**scores_metadata(est, reward_mode), "agent": agent_name}
         try:
-            res = registry.add_variant(
-                p.parent, p.point, generation=generation, metadata=meta, acceptance=p.verdicts,
+            res = register_variant(
+                registry, p.parent, p.point, generation=generation, metadata=meta, acceptance=p.verdicts,
                 designer_model=designer_model, regret=None if est is None else est.regret,
                 win_rate_hint=None if est is None else est.win_rate_hint,
                 win_rate_plain=None if est is None else est.win_rate_plain)

@@ -181,7 +181,9 @@ def parse_answer(text: str, offers: list[Offer]) -> tuple[Offer, dict[str, Any]]
         raise AnswerError('the answer has no "kwargs" object')
     parent = value.get("parent")
     by_id = {o.env_id: o for o in offers}
-    by_base = {o.env_id.rsplit("-v", 1)[0]: o for o in offers}
+    from ..registry.ids import base_of  # offers are registry ids: the id module reads them
+
+    by_base = {base_of(o.env_id): o for o in offers}
     if parent is None and len(offers) == 1:
         return offers[0], kwargs
     offer = by_id.get(str(parent)) or by_base.get(str(parent))

@@ -28,14 +28,8 @@ from spade_envs import format_spec
 
 from .corpus import Document
 from .memory import MemoryEntry, Retrieval
+from .skills import DEFAULT_MODES, MODES, SKILLS  # noqa: F401  (written once in .skills)
 
-SKILLS: tuple[str, ...] = (
-    "mathematical reasoning", "logical deduction", "spatial reasoning",
-    "pattern recognition", "optimization", "causal inference",
-)
-MODES: tuple[str, ...] = ("puzzle", "game", "tool", "multiplayer")
-#: modes drawn at random when none is asked for (multi-player games only on request)
-DEFAULT_MODES: tuple[str, ...] = ("puzzle", "game", "tool")
 
 SYSTEM = (
     "You are the Environment Designer. You write complete, executable Python training "
@@ -48,14 +42,25 @@ CONTRACT_HEAD = (
     "ONE Python file with exactly one public class whose name ends in \"Env\".",
     'Optional module-level METADATA = {"name": str, "skill": str, "description": str, "tags": [str]}.',
 )
+def preloaded_rule() -> str:
+    """The contract line naming what a program may use without importing it, built from
+    the prelude's table (:func:`spade_envs.program.preloaded_names`)."""
+    import textwrap
+
+    from spade_envs.program import NUMPY_NAMES, preloaded_names
+
+    names = preloaded_names()
+    cut = names.index(NUMPY_NAMES[-1]) + 1  # modules and numpy, then the bare names
+    text = (f"Allowed without import: {' '.join(names[:cut])}, {' '.join(names[cut:])}, typing names. "
+            "No files, no network, no os/subprocess, no input(); sys only for its constants "
+            "(sys.maxsize, sys.float_info).")
+    return textwrap.fill(text, width=90, subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)
+
+
 #: the contract paragraph's lines after the methods' lines
 CONTRACT_RULES = (
     'The observation must never contain the answer; guessing ("0", "1", "yes", "42") must not win.',
-    "Allowed without import: random re math json itertools collections functools string copy\n"
-    "  heapq operator statistics np numpy, deque defaultdict Counter OrderedDict namedtuple\n"
-    "  combinations permutations product chain accumulate reduce lru_cache deepcopy heappush\n"
-    "  heappop, typing names. No files, no network, no os/subprocess, no input(); sys only for\n"
-    "  its constants (sys.maxsize, sys.float_info).",
+    preloaded_rule(),
 )
 
 

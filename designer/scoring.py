@@ -74,11 +74,6 @@ def score_sources(agent: Any, items: list[tuple], config: PlayBudget | None = No
     return out
 
 
-def score_source(agent: Any, source: str, hint_source: str | None = None, config: PlayBudget | None = None) -> RegretEstimate:
-    """:func:`score_sources` for one source (``hint_source`` defaults to ``source``)."""
-    return score_sources(agent, [("candidate", source, hint_source or source)], config)[0]
-
-
 def scores_metadata(estimate: RegretEstimate, mode: RewardMode | str = RewardMode.REGRET) -> dict[str, Any]:
     """The ``metadata["scores"]`` record of an estimate."""
     return {**estimate.as_dict(), "reward_mode": RewardMode(mode).value,

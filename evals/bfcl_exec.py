@@ -152,14 +152,6 @@ class BFCLWorld:
     def execute(self, calls: Sequence[str]) -> list[str]:
         return [self.execute_one(c) for c in calls]
 
-    def public_state(self) -> dict[str, dict[str, Any]]:
-        """``{class: {attr: value}}`` of the public attributes (deep-copied)."""
-        return {
-            cls: copy.deepcopy({k: v for k, v in vars(inst).items() if not k.startswith("_")})
-            for cls, inst in self.instances.items()
-            if cls not in STATELESS_CLASSES
-        }
-
 
 def state_differences(model: BFCLWorld, truth: BFCLWorld) -> dict[str, list[str]]:
     """Per class, the public attributes of the ground truth instance that differ."""

@@ -18,14 +18,13 @@ to register eagerly within the import budget.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable
 from typing import Any
 
+from .ids import seq_of_key
+
 #: stores with more entries than this are registered lazily
 EAGER_MAX = int(os.environ.get("SPADE_EAGER_REGISTRATION_MAX") or 50_000)
-
-_KEY = re.compile(r"^spade/Env-(\d{5,})(?:-v(\d+))?$")
 
 Loader = Callable[[int], list]  # seq -> [EnvSpec, ...] (every loadable version)
 
@@ -40,13 +39,8 @@ class LazyRegistry(dict):
         self._loaded: set[int] = set()
 
     def _materialize(self, key: Any) -> bool:
-        if not isinstance(key, str):
-            return False
-        m = _KEY.match(key)
-        if m is None:
-            return False
-        seq = int(m.group(1))
-        if seq in self._loaded:
+        seq = seq_of_key(key)
+        if seq is None or seq in self._loaded:
             return False
         self._loaded.add(seq)
         specs = self._loader(seq)
@@ -59,7 +53,7 @@ class LazyRegistry(dict):
         """Drop materialized store ids (of ``seqs``, or all) so the next lookup re-reads the store."""
         drop = set(self._loaded if seqs is None else seqs)
         self._loaded -= drop
-        for key in [k for k in dict.keys(self) if (m := _KEY.match(k)) and int(m.group(1)) in drop]:
+        for key in [k for k in dict.keys(self) if seq_of_key(k) in drop]:
             self.pop(key, None)
 
     # -- lookups that materialize -----------------------------------------------------

@@ -32,7 +32,7 @@ from gymnasium.envs.registration import EnvSpec
 from ..errors import SpadeError
 from .catalog import EnvRecord, seed_files, seed_records
 from .gym_lazy import EAGER_MAX, active, install
-from .ids import NAMESPACE, EnvId
+from .ids import NAMESPACE, EnvId, env_name, format_env_id, seq_of_name
 
 ENTRY_POINT = "spade_envs.gym_env:SpadeEnv"
 #: Safety net: every episode ends after this many steps even if the program never does.
@@ -86,28 +86,15 @@ def spec_for(record: EnvRecord) -> EnvSpec | None:
 
 def _fast_spec(seq: int, version: int, max_steps: int | None) -> EnvSpec:
     """An ``EnvSpec`` equal to ``spec_for`` of that entry, built without ``__init__``."""
-    name = f"Env-{seq:05d}"
+    name = env_name(seq)
     spec = object.__new__(EnvSpec)
     spec.__dict__.update(
-        id=f"{NAMESPACE}/{name}-v{version}", entry_point=ENTRY_POINT, reward_threshold=None,
+        id=format_env_id(seq, version), entry_point=ENTRY_POINT, reward_threshold=None,
         nondeterministic=False, max_episode_steps=max_steps or DEFAULT_MAX_EPISODE_STEPS, order_enforce=True,
-        disable_env_checker=False, kwargs={"env_id": f"{NAMESPACE}/{name}", "version": version},
+        disable_env_checker=False, kwargs={"env_id": format_env_id(seq), "version": version},
         namespace=NAMESPACE, name=name, version=version, additional_wrappers=(), vector_entry_point=None,
     )
     return spec
-
-
-def register_records(records: Iterable[EnvRecord]) -> int:
-    n = 0
-    for rec in records:
-        if rec.status == "active" or rec.status == "deprecated":
-            spec = spec_for(rec)
-            if spec is None:
-                gym_registry().pop(str(rec.env_id), None)
-                continue
-            gym_registry()[spec.id] = spec
-            n += 1
-    return n
 
 
 def register_seeds() -> int:
@@ -155,10 +142,10 @@ def register_variant_rows(rows: Iterable[tuple[int, int, str | None]]) -> int:
     whose params are unusable is unregistered (see :func:`variant_kwargs`)."""
     n = 0
     for seq, version, params in rows:
-        key = f"{NAMESPACE}/Env-{seq:05d}-v{version}"
+        key = format_env_id(seq, version)
         spec = gym_registry().get(key)
         if spec is not None and params:
-            kwargs = variant_kwargs(f"{NAMESPACE}/Env-{seq:05d}", version, params)
+            kwargs = variant_kwargs(format_env_id(seq), version, params)
             if kwargs is None:
                 gym_registry().pop(key, None)
                 continue
@@ -201,7 +188,7 @@ def _load_seq(seq: int) -> list[EnvSpec]:
         if reg is None:
             return []
         specs = [_fast_spec(*row) for row in reg.registration_rows_of(seq)]
-        params = {f"{NAMESPACE}/Env-{s:05d}-v{v}": p for s, v, p in reg.variant_rows(seq)}
+        params = {format_env_id(s, v): p for s, v, p in reg.variant_rows(seq)}
         out = []
         for spec in specs:
             if params.get(spec.id):
@@ -259,10 +246,8 @@ def refresh() -> int:
 
 
 def _seq_of(spec: EnvSpec) -> int:
-    try:
-        return int(spec.name.split("-", 1)[1])
-    except (AttributeError, IndexError, ValueError):
-        return -1
+    seq = seq_of_name(getattr(spec, "name", None))
+    return -1 if seq is None else seq
 
 
 #: seconds the last :func:`register_all` spent on the store (for ``spade bench registry``)

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ..errors import Stage
+
 #: the solution_replay detail that acceptance (``spade_envs.designer.acceptance.NO_REFERENCE``)
 #: stores for a program without solution(); entries stored before the flag are read by it
 STORED_NO_REFERENCE = "no reference solution: solvability unverified"
@@ -26,7 +28,7 @@ def is_verified(record: Any) -> bool:
     if meta.get("verified") is False:
         return False
     for stage in meta.get("acceptance") or []:
-        if isinstance(stage, dict) and stage.get("name") == "solution_replay" and (
+        if isinstance(stage, dict) and stage.get("name") == Stage.SOLUTION_REPLAY and (
                 stage.get("verified") is False or stage.get("detail") == STORED_NO_REFERENCE):  # the flag; the text for old entries
             return False
     return True

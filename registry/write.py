@@ -4,6 +4,10 @@ Every caller that stores a program which passed acceptance goes through
 :func:`register_accepted` (one program) or :func:`register_accepted_many` (one
 transaction): ``spade registry add``, ``spade registry import-pool``, the designer
 (:mod:`spade_envs.designer.designer`) and self-play (:mod:`spade_envs.selfplay.registration`).
+Every accepted *variant* (a parent id plus a point of its ``PARAMETERS``) goes through
+:func:`register_variant`: ``spade design --mode params``
+(:func:`spade_envs.designer.params_mode.register_variants`) and self-play's params mode;
+a variant runs its root's program, so it keeps the root's measured tool specs.
 A pull keeps the remote's ids and merges in its own transaction
 (:mod:`.sharing`); its acceptance callback measures with :func:`measure_tool_specs`, the
 same measurement.
@@ -90,3 +94,11 @@ def register_accepted(registry: "Registry", source: str, *, filename: str = "<en
     """Store one accepted program with its measured tool specs (see the module docstring);
     ``fields`` are those of :meth:`Registry.add`."""
     return register_accepted_many(registry, [{"source": source, "filename": filename, **fields}], runtime=runtime)[0]
+
+
+def register_variant(registry: "Registry", parent: str, params: dict[str, Any], **fields: Any) -> "AddResult":
+    """Store one accepted variant of ``parent`` with ``params`` fixed (``fields`` are those
+    of :meth:`Registry.add_variant`: ``generation``, ``metadata``, ``acceptance``, scores,
+    ``designer_model``). Its tool specs are its root program's, measured when the root was
+    registered (:func:`spade_envs.registry.variants.add_variant` copies them)."""
+    return registry.add_variant(parent, params, **fields)

@@ -2,6 +2,28 @@
 
 Every error a user can cause has its own class and a message that says what to do.
 The CLI turns any :class:`SpadeError` into one line on stderr and a non-zero exit.
+Failure kinds (:class:`FailureKind`) and stage names (:class:`Stage`) are written here
+and nowhere else as text.
+
+The classes below are the shared ones; these live with the module whose idea they name
+(the map, checked by ``tests/test_one_place.py``):
+
+- ``spade_envs.parameters``: ``ParametersSchemaError`` (an ``EnvProgramError``: a bad
+  ``PARAMETERS``), ``InvalidParametersError`` (kwargs outside the schema; a ``ValueError``);
+- ``spade_envs.schema_bounds``: ``SchemaDeadlineError`` (judging a schema overran its deadline);
+- ``spade_envs.episode``: ``InvalidActionError`` (an action that is not text; a ``TypeError``);
+- ``spade_envs.gym_env``: ``EnvUnpicklingError`` (a pickle refused; an ``UnpicklingError``);
+- ``spade_envs.integrations.openenv_server``: ``NoEpisodeError`` (step before reset over HTTP);
+- ``spade_envs.selfplay``: ``SelfPlayConfigError`` (``config``), ``PlanError`` (``plan``: a
+  layout that does not fit), ``CheckpointError`` (``checkpoint``);
+- ``spade_envs.registry``: ``VariantError`` (``variants``), ``PoolError`` (``pool_layout``),
+  both ``RegistryError``;
+- ``spade_envs.designer``: ``NoParentsError`` (``params_mode``), ``CorpusError`` (``corpus``);
+- ``spade_envs.evals``: ``BFCLUnavailableError`` (``bfcl_exec``), ``AceCallError`` (``acebench_calls``);
+- internal, never reaching a user (caught where raised): ``ProtocolError``
+  (``sandbox.protocol``), ``LandlockError`` (``sandbox.landlock``) and ``WorkerStartError``
+  (``sandbox.zygote``), both ``OSError``; ``AnswerError`` (``designer.params_prompts``) and
+  ``CallParseError`` (``evals.bfcl_exec``), both ``ValueError``.
 """
 
 from __future__ import annotations
@@ -81,13 +103,13 @@ class ToolSpecError(EnvProgramError):
 class EnvExecutionError(SpadeError):
     """Environment code raised, hung or broke a limit while running.
 
-    ``kind`` is a short machine-readable verdict: ``error``, ``timeout``, ``memory``,
-    ``output``, ``crash``, ``security``...
+    ``kind`` is a :class:`FailureKind` (a str enum: it equals, formats and serializes as
+    its value, ``"timeout"``); a name that is not one raises ``ValueError``.
     """
 
-    def __init__(self, message: str, kind: str = "error") -> None:
+    def __init__(self, message: str, kind: "FailureKind | str" = "error") -> None:
         super().__init__(message)
-        self.kind = kind
+        self.kind = FailureKind(kind)
 
 
 class EpisodeOverError(SpadeError, RuntimeError):
@@ -145,7 +167,7 @@ class QuarantinedError(UnknownEnvironmentError):
     brings it back). A subclass of :class:`UnknownEnvironmentError`: it cannot be made."""
 
 
-class FailureKind(str, Enum):
+class FailureKind(StrEnum):
     """What went wrong in an episode, as a value callers branch on (never message text).
 
     The execution kinds are those of :class:`EnvExecutionError`; ``open`` is an

@@ -70,6 +70,8 @@ class MethodSpec:
 
 
 METHODS: tuple[MethodSpec, ...] = (
+    # the contract (DESIGN.md section 3): __init__ may call reset(), need not (every runtime
+    # resets before the first step); the prompt asks for the call, as SPADE's programs make it
     MethodSpec(
         "__init__", required=False, op=None,
         prompt="__init__(self, max_turns=10, **kwargs): store settings, then call self.reset().",

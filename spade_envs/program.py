@@ -20,10 +20,13 @@ from .format_spec import required_methods
 #: Largest accepted source, in bytes (a designer writing 200 kB is broken, not creative).
 MAX_SOURCE_BYTES = 200_000
 
-#: Modules SPADE's games use without importing them.
+#: Modules SPADE's games use without importing them (in the order the designer's prompt lists them).
 PRELUDE_MODULES = (
-    "itertools math random re json collections functools string copy heapq operator statistics"
+    "random re math json itertools collections functools string copy heapq operator statistics"
 ).split()
+
+#: numpy, pre-loaded under both of these names.
+NUMPY_NAMES = ("np", "numpy")
 
 #: ``name -> (module, attribute)`` for the bare names SPADE's games use without imports.
 PRELUDE_NAMES: dict[str, tuple[str, str]] = {
@@ -41,6 +44,13 @@ PRELUDE_NAMES: dict[str, tuple[str, str]] = {
         )
     },
 }
+
+
+def preloaded_names() -> list[str]:
+    """The names a program uses without importing them, as the designer's prompt lists them:
+    the prelude modules, numpy's names, then the bare names (typing's are summed up there)."""
+    bare = [n for n, (mod, _) in PRELUDE_NAMES.items() if mod != "typing"]
+    return [*PRELUDE_MODULES, *NUMPY_NAMES, *bare]
 
 
 @dataclass(frozen=True)
@@ -208,7 +218,7 @@ def trusted_prelude() -> dict[str, Any]:
     try:
         import numpy
 
-        ns["np"] = ns["numpy"] = numpy
+        ns.update(dict.fromkeys(NUMPY_NAMES, numpy))
     except ImportError:  # pragma: no cover - numpy is a dependency
         pass
     ns["ToolUseBaseEnv"] = ToolUseBaseEnv

@@ -36,7 +36,7 @@ from typing import Any
 
 from .actions import parse_tool_calls
 from .contract import StepResult, check_reset_result, check_step_result
-from .errors import EnvExecutionError, EnvProgramError, EpisodeOverError, NoSolutionError, SpadeError
+from .errors import EnvExecutionError, EnvProgramError, EpisodeOverError, FailureKind, NoSolutionError, SpadeError
 from .format_spec import check_result
 from .parameters import resolve_kwargs
 from .program import construct_env, inspect_program, trusted_prelude
@@ -130,8 +130,9 @@ class EnvRuntime(ABC):
     def open(self, source: str, *, kwargs: dict[str, Any] | None = None, filename: str = "<env>") -> EnvSession:
         """Compile ``source``, construct its environment class with ``kwargs``.
 
-        The constructor must leave a playable episode (SPADE programs call ``reset()``
-        from ``__init__``)."""
+        A fresh instance need not be playable: callers reset before the first step (the
+        program contract, DESIGN.md section 3; its methods are
+        :data:`spade_envs.format_spec.METHODS`)."""
 
     def step_batch(self, calls: Sequence[tuple[EnvSession, str]]) -> list[StepResult | SpadeError]:
         """Step several sessions; each slot holds a result or the error of that session."""
@@ -213,11 +214,11 @@ def guarded_call(what: str, fn, *args: Any) -> Any:
     except SpadeError:
         raise
     except RecursionError:
-        raise EnvExecutionError(f"{what} exceeded the recursion limit", kind="recursion") from None
+        raise EnvExecutionError(f"{what} exceeded the recursion limit", kind=FailureKind.RECURSION) from None
     except MemoryError:
-        raise EnvExecutionError(f"{what} ran out of memory", kind="memory") from None
+        raise EnvExecutionError(f"{what} ran out of memory", kind=FailureKind.MEMORY) from None
     except Exception as exc:  # environment code may raise anything
-        raise EnvExecutionError(f"{what} raised {type(exc).__name__}: {exc}", kind="error") from None
+        raise EnvExecutionError(f"{what} raised {type(exc).__name__}: {exc}", kind=FailureKind.ERROR) from None
 
 
 class InProcessSession(EnvSession):
@@ -279,7 +280,7 @@ class InProcessSession(EnvSession):
         except EnvProgramError:
             return None
         except EnvExecutionError as exc:
-            if exc.kind in ("error", "recursion"):
+            if exc.kind in (FailureKind.ERROR, FailureKind.RECURSION):
                 return None
             raise
 

@@ -244,12 +244,6 @@ def tool_use_actions(text: str, tools: list[dict[str, Any]] | None = None) -> li
     return actions
 
 
-def has_final_answer(text: Any, tools: list[dict[str, Any]] | None = None) -> bool:
-    """True when the tool-use reading of ``text`` ends with an answer."""
-    actions = tool_use_actions(_text(text), tools)
-    return bool(actions) and actions[-1].startswith("<answer>")
-
-
 def needs_final_answer(text: Any, tools: list[dict[str, Any]] | None = None) -> bool:
     """True when the tool-use reading of ``text`` calls tools but gives no answer (a
     walkthrough whose answer the program keeps in ``_expected_answer``)."""

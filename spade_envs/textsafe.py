@@ -37,10 +37,3 @@ def safe_text(value: Any) -> str:
     if text.isprintable():
         return text
     return _CONTROLS.sub("", _SEQUENCES.sub("", text))
-
-
-def safe_markup(value: Any) -> str:
-    """:func:`safe_text`, then escaped for rich markup (for a rich table or console)."""
-    from rich.markup import escape
-
-    return escape(safe_text(value))

@@ -6,7 +6,7 @@ import pytest
 
 from spade_envs.designer.designer import DesignConfig, EnvironmentDesigner
 from spade_envs.designer.novelty_measure import renamed
-from spade_envs.designer.scoring import PlayBudget, score_source
+from spade_envs.designer.scoring import PlayBudget, score_sources
 from spade_envs.errors import AgentError
 from spade_envs.registry.catalog import seed_records
 from spade_envs.registry.store import Registry
@@ -137,12 +137,20 @@ def test_memory_examples_become_parents_and_a_second_run_sees_the_first(reg):
     assert run1.candidates[0].env_id.split("-v")[0] in run2.candidates[0].conversation[1]["content"]
 
 
-def test_score_source_and_config_checks():
+def test_scores_of_an_accepted_environment_and_config_checks(reg):
+    """The designer scores what it accepts from real plays (hinted 1.0, plain 0.0 then 1.0)
+    and stores the regret with the entry; a budget without hinted plays is refused."""
     agent = ScriptedAgent([1.0], [0.0, 1.0])
-    est = score_source(agent, VALID_ENV, config=PlayBudget(hint_plays=1, plain_plays=2))
-    assert est.regret == pytest.approx(0.5) and est.win_rate_plain == 0.5
+    run = _designer(reg, ScriptedBackend([fenced(VALID_ENV)]), agent=agent, max_repairs=0, hint_plays=1,
+                    plain_plays=2).run()
+    (c,) = run.candidates
+    assert c.accepted and c.env_id
+    assert sum(t.hint for t in agent.tasks) == 1 and sum(not t.hint for t in agent.tasks) == 2
+    scores = reg.get(c.env_id).metadata["scores"]
+    assert scores["regret"] == pytest.approx(0.5) and scores["win_rate_plain"] == 0.5
+    assert scores["win_rate_hint"] == 1.0 and scores["rewards_plain"] == [0.0, 1.0]
     with pytest.raises(ValueError):
-        score_source(agent, VALID_ENV, config=PlayBudget(hint_plays=0))
+        score_sources(agent, [("k", VALID_ENV, VALID_ENV)], config=PlayBudget(hint_plays=0))
     with pytest.raises(ValueError):
         DesignConfig(mode="essay")
     with pytest.raises(ValueError):

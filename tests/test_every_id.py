@@ -13,14 +13,24 @@ from gymnasium.utils.env_checker import check_env
 
 import spade_envs  # noqa: F401  (registers the spade/ namespace)
 from spade_envs.episode import InvalidActionError
+from registry_helpers import spade_home, synthetic_source  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*latest versioned environment")
 IDS = sorted(i for i in gym.registry if i.startswith("spade/"))
 GAME_IDS = [i for i in IDS if gym.make(i).unwrapped.is_game]
 
 
-def test_the_namespace_holds_seeds_and_games():
-    assert len(IDS) >= 30 and len(GAME_IDS) >= 6
+def test_the_namespace_holds_seeds_and_games(spade_home):
+    """Every seed (games included) is under ``spade/``, and an entry added to the store
+    joins the namespace a third-party script iterates."""
+    from spade_envs.registry.catalog import seed_records
+    from spade_envs.registry.store import Registry
+
+    seeds = {str(r.env_id) for r in seed_records()}
+    assert len(seeds) >= 30 and seeds <= set(IDS) and 6 <= len(GAME_IDS) and set(GAME_IDS) <= seeds
+    with Registry.open(spade_home / "registry.sqlite3") as reg:
+        added = str(reg.add(synthetic_source(7)).env_id)
+    assert added not in seeds and added in {i for i in gym.registry if i.startswith("spade/")}
 
 
 @pytest.mark.parametrize("env_id", IDS)

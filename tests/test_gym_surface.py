@@ -16,6 +16,7 @@ from spade_envs.gym_env import SpadeEnv
 from spade_envs.registry.catalog import resolve, seed_records
 from spade_envs.registry.ids import EnvId, format_env_id, parse_env_id
 from spade_envs.spaces import UnicodeText
+from registry_helpers import spade_home, synthetic_source  # noqa: F401  (fixture)
 
 warnings.filterwarnings("ignore", message=".*latest versioned environment.*")
 FIRST = str(seed_records()[0].env_id.base)
@@ -38,12 +39,21 @@ def test_every_seed_is_registered_versioned():
         assert gym.spec(str(rec.env_id)).entry_point == "spade_envs.gym_env:SpadeEnv"
 
 
-def test_unversioned_make_resolves_latest_and_module_prefix_works():
-    env = gym.make(FIRST)
-    assert env.unwrapped.version == 0
-    env.close()
+def test_unversioned_make_resolves_latest_and_module_prefix_works(spade_home):
+    """An id without a version makes the latest version (v1 of an entry with two), an
+    explicit one makes that one, and the ``spade_envs:`` module prefix is accepted."""
+    from spade_envs.registry.store import Registry
+
+    with Registry.open(spade_home / "registry.sqlite3") as reg:
+        v0 = reg.add(synthetic_source(1)).env_id
+        v1 = reg.add(synthetic_source(2), replaces=v0.base).env_id
+    assert v1.version == 1
+    for make_id, version in ((v0.base, 1), (str(v0), 0), (f"spade_envs:{v1}", 1)):
+        env = gym.make(make_id)
+        assert isinstance(env.unwrapped, SpadeEnv) and env.unwrapped.version == version, make_id
+        env.close()
     env = gym.make(f"spade_envs:{FIRST}-v0")
-    assert isinstance(env.unwrapped, SpadeEnv)
+    assert isinstance(env.unwrapped, SpadeEnv) and env.unwrapped.version == 0
     env.close()
 
 
@@ -105,12 +115,34 @@ def test_make_vec(mode):
     vec.close()
 
 
-def test_source_env_requires_sandbox_or_trust(tmp_path):
+def test_source_env_requires_sandbox_or_trust(monkeypatch):
+    """A source that is not shipped runs in the sandbox; only trust_remote_code=True runs it
+    in-process; with no sandbox to run it in, it is refused with UntrustedCodeError."""
+    import builtins
+
+    import spade_envs.trust as trust
+    from spade_envs.errors import UntrustedCodeError
+    from spade_envs.runtime import InProcessRuntime
+    from spade_envs.sandbox import SandboxRuntime
+
     source = seed_records()[0].source
-    env = SpadeEnv(source=source, trust_remote_code=True)
-    obs, _ = env.reset(seed=1)
-    assert isinstance(obs, str)
-    env.close()
+    sandboxed = SpadeEnv(source=source)
+    trusted = SpadeEnv(source=source, trust_remote_code=True)
+    assert isinstance(sandboxed._runtime, SandboxRuntime) and isinstance(trusted._runtime, InProcessRuntime)
+    assert sandboxed.reset(seed=1)[0] == trusted.reset(seed=1)[0]  # the same program, either way
+    sandboxed.close()
+    trusted.close()
+    real_import = builtins.__import__
+
+    def no_sandbox(name, *args, **kwargs):
+        if name.endswith("sandbox") and args and (args[2] or ()) and "SandboxRuntime" in args[2]:
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(trust, "_SHARED", {})
+    monkeypatch.setattr(builtins, "__import__", no_sandbox)
+    with pytest.raises(UntrustedCodeError, match="trust_remote_code=True"):
+        SpadeEnv(source=source)
 
 
 def test_import_is_light():

@@ -107,20 +107,48 @@ def test_designer_registration_stores_tool_specs(reg):
 
 
 def test_selfplay_registration_stores_tool_specs(reg):
+    from spade_envs.selfplay.design import Proposal
     from spade_envs.selfplay.registration import Registrar
 
-    noop = SimpleNamespace(finalize=lambda key: None, rekey=lambda *a: None, entries={})
-    trainer = SimpleNamespace(
-        acc=None, registry=reg, plays={}, hint_cache={}, hint_sources={}, ledger=noop, buffer=noop,
-        designer=SimpleNamespace(backend=SimpleNamespace(name="fake"), runtime=None),
-        config=SimpleNamespace(model="fake", push_to_hub=None))
-    registrar = Registrar(trainer)
-    p = SimpleNamespace(skill="api orchestration", mode="tool", cid="c1", doc_ref=None, parent_ids=[], verdicts=[])
-    registrar.add_pending(p, "pending:c1", _tool_source("SelfPlay"), "program", 0)
-    out = registrar.register(0)
-    assert out["registered_new"] == 1
-    (rec,) = reg.list()
-    assert rec.metadata.get("tool_specs") and rec.metadata.get("selfplay_round") == 0
+    registrar = Registrar(reg, designer_model="fake")
+    p = Proposal("c1", "r0-p0", "api orchestration", "tool", "doc", [], [], [], "")
+    source = _tool_source("SelfPlay")
+    registrar.add_pending(p, "pending:c1", source, "program", 0)
+    report = registrar.register(0, {})
+    assert report.registered_new == 1 and report.generation == 1
+    ((key, eid),) = report.renamed
+    rec = reg.get(eid)
+    assert key == "pending:c1" and rec.metadata.get("selfplay_round") == 0 and rec.metadata.get("candidate") == "c1"
+    measured = measure_tool_specs(source, runtime=get_runtime(trusted=True))["tool_specs"]
+    assert len(measured) >= 2 and _stored_specs(reg, eid) == measured  # measured on the way in: every tool
+
+
+def test_every_variant_goes_through_the_one_variant_write_path(reg, monkeypatch):
+    """Self-play's params mode and ``spade design --mode params`` both register variants
+    with ``registry.write.register_variant``."""
+    import spade_envs.registry.write as write
+    from spade_envs.designer.params_mode import VariantProposal, register_variants
+    from spade_envs.selfplay.registration import Registrar
+
+    calls = []
+    real = write.register_variant
+
+    def spy(registry, parent, params, **fields):
+        calls.append((parent, dict(params), fields.get("metadata", {}).get("mode")))
+        return real(registry, parent, params, **fields)
+
+    monkeypatch.setattr(write, "register_variant", spy)
+    from variant_programs import SUM_SOURCE
+
+    pid = str(reg.add(SUM_SOURCE).env_id)
+    eid, new = Registrar(reg, designer_model="fake").register_variant(
+        pid, {"n_terms": 5}, round_no=0, cid="c1", acceptance=[{"name": "static", "ok": True, "detail": ""}])
+    assert new and reg.get(eid).parent == pid
+    prop = VariantProposal(cid="c2", group="g", offers=[pid], messages=[], prompt_hash="h", prompt_ids=[],
+                           completion_ids=[], logprobs=[], text="{}", constrained=False, parent=pid,
+                           point={"n_terms": 6}, verdicts=[{"name": "static", "ok": True, "detail": ""}])
+    assert register_variants(reg, [prop], generation=1)[0].new
+    assert [c[0] for c in calls] == [pid, pid] and [c[2] for c in calls] == ["params", "params"]
 
 
 def test_pull_measures_tool_specs_not_the_datasets_claim(spade_home, monkeypatch, capsys, tmp_path):  # noqa: F811

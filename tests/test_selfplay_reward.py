@@ -16,15 +16,76 @@ from spade_envs.selfplay.rewards import (Candidate, DesignerLedger, agent_reward
                                          spade_designer_scale)
 
 
-def test_environment_without_usable_hint_has_regret_zero():
+def _no_hint_fake(hint_once: bool = False):
+    """The trainer tables ``settle_env`` and ``estimate`` read: k1 has no usable hint, k2 has one."""
+    buf = ReplayBuffer()
+    buf.add(ReplayEntry("k1", source="a", hint_usable=False))
+    buf.add(ReplayEntry("k2", source="b", hint_usable=True))
     led = DesignerLedger("regret", play_window=1)
     led.add(Candidate("a", "g", 0, True, "k1", skill="s", hint_usable=False))
     led.add(Candidate("b", "g", 0, True, "k2", skill="s", hint_usable=True))
-    led.record_plays("k1", [0.0, 0.0], [1.0, 1.0])  # the "hinted" plays won by noise
-    led.record_plays("k2", [0.0, 0.0], [1.0, 1.0])
-    a, b = led.candidates["a"], led.candidates["b"]
+    return SimpleNamespace(config=SimpleNamespace(hint_once=hint_once), hint_cache={}, plays={}, estimates={},
+                           buffer=buf, ledger=led)
+
+
+def test_environment_without_usable_hint_has_regret_zero():
+    """The rule holds in all three places that settle regret (the ledger, the round's
+    per-environment settlement and the registry's stored scores): the "hinted" plays of an
+    environment without a usable hint win by noise and still give regret 0."""
+    from spade_envs.selfplay.trainer import SelfPlayTrainer
+
+    tr = _no_hint_fake()
+    no_hint = SelfPlayTrainer.settle_env(tr, tr.buffer.entries["k1"], [0.0, 0.0], [1.0, 1.0])
+    hinted = SelfPlayTrainer.settle_env(tr, tr.buffer.entries["k2"], [0.0, 0.0], [1.0, 1.0])
+    # the round: regret to the metrics, the replay priority and the checkpointed estimates
+    assert no_hint.regret == 0.0 and hinted.regret == pytest.approx(1.0)
+    assert tr.buffer.entries["k1"].regrets == [0.0] and tr.buffer.entries["k2"].regrets == [pytest.approx(1.0)]
+    assert tr.estimates["k1"]["regret"] == 0.0 and tr.estimates["k2"]["regret"] == pytest.approx(1.0)
+    # the ledger (the designer's reward), fed by the same settlement
+    a, b = tr.ledger.candidates["a"], tr.ledger.candidates["b"]
     assert a.regret == 0.0 and a.reward == 0.0
     assert b.regret == pytest.approx(1.0) and b.reward == pytest.approx(1.0)
+    # the stored scores, from every play kept so far
+    assert SelfPlayTrainer.estimate(tr, "k1").regret == 0.0
+    assert SelfPlayTrainer.estimate(tr, "k2").regret == pytest.approx(1.0)
+
+
+def test_hint_once_reuses_the_cached_hint_only_where_it_is_usable():
+    from spade_envs.selfplay.trainer import SelfPlayTrainer
+
+    tr = _no_hint_fake(hint_once=True)
+    tr.hint_cache["k1"] = [1.0, 1.0]  # even a cached "hint" of k1 must not count
+    out = SelfPlayTrainer.settle_env(tr, tr.buffer.entries["k1"], [0.0, 0.0], [])
+    assert out.regret == 0.0 and tr.estimates["k1"]["regret"] == 0.0
+    SelfPlayTrainer.settle_env(tr, tr.buffer.entries["k2"], [0.0, 0.0], [1.0, 1.0])
+    again = SelfPlayTrainer.settle_env(tr, tr.buffer.entries["k2"], [0.0, 0.0], [])  # hinted plays made once
+    assert again.regret == pytest.approx(1.0) and again.win_rate_hint == 1.0
+
+
+def test_only_the_rule_builds_a_regret_estimate_in_selfplay():
+    """No self-play module writes its own copy of the rule: ``regret_estimate`` is the only
+    place that builds a ``RegretEstimate``, and the ledger, the round and the stored scores
+    all call it."""
+    import ast
+    from pathlib import Path
+
+    import spade_envs.selfplay as selfplay
+
+    builders, callers = [], set()
+    for path in sorted(Path(selfplay.__file__).parent.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for fn in [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]:
+            for node in ast.walk(fn):
+                if not isinstance(node, ast.Call):
+                    continue
+                f = node.func
+                text = ast.unparse(f)
+                if text.startswith("RegretEstimate"):
+                    builders.append((path.name, fn.name))
+                if text.endswith("regret_estimate"):
+                    callers.add((path.name, fn.name))
+    assert builders == [("rewards.py", "regret_estimate")], builders
+    assert {("rewards.py", "_settle"), ("trainer.py", "settle_env"), ("trainer.py", "estimate")} <= callers, callers
 
 
 def test_blend_without_hint_keeps_only_the_plateau_term():
@@ -104,31 +165,49 @@ def test_replay_share_keeps_slots_for_replay_entries():
 
 def test_stored_scores_come_from_the_actual_plays():
     from spade_envs.selfplay.registration import Registrar
+    from spade_envs.selfplay.trainer import SelfPlayTrainer
 
     stored = {}
     reg = SimpleNamespace(update_scores=lambda eid, **kw: stored.setdefault(eid, kw))
-    tr = SimpleNamespace(plays={"spade/Env-20001-v0": {"plain": [1.0, 0.0, 0.0, 0.0], "hint": [1.0, 1.0, 0.0]}},
-                         hint_cache={}, buffer=ReplayBuffer(), registry=reg, acc=None,
-                         config=SimpleNamespace(reward_mode="regret"), agent=SimpleNamespace(name="policy"))
-    r = Registrar(tr)
-    n = r.store_scores([ReplayEntry("spade/Env-20001-v0", env_id="spade/Env-20001-v0")])
-    got = stored["spade/Env-20001-v0"]
-    assert n == 1 and got["win_rate_plain"] == 0.25 and got["win_rate_hint"] == pytest.approx(2 / 3)
+    eid, seed = "spade/Env-20001-v0", "spade/Env-00001-v0"
+    tr = SimpleNamespace(plays={eid: {"plain": [1.0, 0.0, 0.0, 0.0], "hint": [1.0, 1.0, 0.0]},
+                                seed: {"plain": [0.0], "hint": [1.0]}}, hint_cache={}, buffer=ReplayBuffer())
+    r = Registrar(reg, designer_model="fake", agent_name="policy")
+    n = r.store_scores([(key, SelfPlayTrainer.estimate(tr, key)) for key in (eid, seed, "spade/Env-20002-v0")])
+    got = stored[eid]
+    assert n == 1 and set(stored) == {eid}  # the seed and the unplayed entry are not written
+    assert got["win_rate_plain"] == 0.25 and got["win_rate_hint"] == pytest.approx(2 / 3)
     assert got["regret"] == pytest.approx(2 / 3 - 0.25)
 
 
 def test_spade_preset_follows_the_released_recipe():
-    c = preset("spade")
-    assert (c.beta, c.invalid_penalty, c.step_timeout_penalty, c.failed_play_reward, c.unterminated_reward) == \
-        (0.005, 0.0, -0.5, -1.0, 0.0)
-    assert c.hint_plays == 4 and c.hint_once and c.designer_center == "skill" and c.designer_reward_scale is None
-    assert c.filter_zero_std and c.trl == {"adam_beta2": 0.98} and c.zero_stage == 3  # check_reward_nonzero_std
-    assert all(preset(n).scale_rewards == "none" and preset(n).filter_zero_std for n in ("gpu-4b", "gpu-8b", "gpu-30b"))
+    """What the ``spade`` preset sets reaches the parts that act on it: TRL's GRPOConfig
+    gets SPADE's optimiser and loss settings (spade-rl/spade train_spade_4b.sh), the
+    ledger pays SPADE's delayed designer rewards."""
+    pytest.importorskip("trl")
+    from spade_envs.selfplay.grpo import grpo_args
     from spade_envs.selfplay.rewards import designer_scale
 
+    c = preset("spade")
+    args = grpo_args(c)
+    assert (args.beta, args.adam_beta2, args.weight_decay, args.learning_rate) == (0.005, 0.98, 0.1, 1e-6)
+    assert (args.epsilon, args.epsilon_high, args.temperature, args.scale_rewards) == (0.2, 0.28, 0.6, "none")
+    assert args.num_generations == 16 and args.bf16 and args.use_vllm
+    led = DesignerLedger.from_config(c)
+    led.add(Candidate("bad", "g", 0, False))  # rejected by acceptance: SPADE pays 0, not a penalty
+    led.add(Candidate("slow", "g", 0, True, "k"))
+    led.record_plays("k", [0.0], [], step_timeout=True)
+    assert led.candidates["bad"].reward == 0.0 and led.candidates["slow"].reward == -0.5
+    led.add(Candidate("w", "h", 0, True, "w"))
+    for _ in range(31):
+        led.record_plays("w", [0.0], [1.0])
+    assert led.candidates["w"].reward is None  # SPADE's 32-rollout reward delay
+    led.record_plays("w", [0.0], [1.0])
+    assert led.candidates["w"].reward == pytest.approx(1.0)
     assert designer_scale(c) == 1.0  # designer rows get their own step: SPADE's mixing scale does not apply
-    assert c.scale_rewards == "none" and (c.epsilon, c.epsilon_high, c.learning_rate) == (0.2, 0.28, 1e-6)
-    assert preset("cpu-smol").params_share > 0.5 > preset("gpu-4b").params_share
+    assert agent_reward(SimpleNamespace(error="boom"), failed=c.failed_play_reward) == -1.0
+    assert agent_reward(SimpleNamespace(error=None, terminated=False, episode_return=0.7),
+                        unterminated=c.unterminated_reward) == 0.0
 
 
 def test_learning_bench_heldout_tasks():

@@ -22,10 +22,16 @@ def _ep(ret: float, ids=(1, 2, 3, 4, 5), mask=(0, 0, 1, 0, 1)) -> Episode:
 
 
 def test_presets_follow_spade_recipe_and_overrides(tmp_path):
+    pytest.importorskip("trl")
+    from spade_envs.selfplay.grpo import grpo_args
+
     for name in ("gpu-4b", "gpu-8b", "gpu-30b"):
         c = preset(name)
-        assert (c.temperature, c.epsilon, c.epsilon_high, c.beta, c.learning_rate) == (0.6, 0.2, 0.28, 0.0, 1e-6)
-        assert c.max_turns <= 25 and c.designer_every == 4 and c.use_vllm
+        args = grpo_args(c)  # the settings TRL actually receives
+        assert (args.temperature, args.epsilon, args.epsilon_high, args.beta, args.learning_rate) == \
+            (0.6, 0.2, 0.28, 0.0, 1e-6)
+        assert args.use_vllm and args.bf16 and args.scale_rewards == "none"
+        assert c.max_turns <= 25 and c.designer_every == 4
     yml = tmp_path / "c.yaml"
     yml.write_text("preset: cpu-smol\nrounds: 7\nskills: [optimization]\n")
     c = build_config(None, yml, rounds=None, hint_plays="3")
@@ -121,6 +127,35 @@ def test_rollout_func_contract():
     failed = Episode(task=PlayTask("x", 0), messages=[], actions=[], rewards=[], episode_return=0.0, won=False,
                      turns=0, terminated=False, truncated=True, token_ids=[], logprobs=[], mask=[], error="boom")
     assert split_episode(failed, 2) == ([2], [2], [0.0], [0])
+
+
+def test_every_setting_declares_its_help_and_the_cli_lists_it(capsys):
+    """One source: each SelfPlayConfig field carries its help where it is declared;
+    ``spade selfplay --help`` lists every setting from it and every preset of PRESETS,
+    and ``--set`` strings become the declared type."""
+    import dataclasses
+
+    from spade_envs.cli.main import main
+    from spade_envs.selfplay.config import PRESETS, SelfPlayConfig, settings_help
+
+    fields = dataclasses.fields(SelfPlayConfig)
+    assert all(f.metadata.get("help") for f in fields), [f.name for f in fields if not f.metadata.get("help")]
+    assert [row[0] for row in settings_help()] == [f.name for f in fields]
+    import os
+
+    os.environ["COLUMNS"] = "250"
+    try:
+        assert main(["selfplay", "--help"]) == 0
+    finally:
+        del os.environ["COLUMNS"]
+    out = " ".join(capsys.readouterr().out.split())
+    for name, kind, default, text in settings_help():
+        assert f"{name} ({kind}, default {default}): {' '.join(text.split())}" in out, name
+    assert ", ".join(PRESETS) in out and len(PRESETS) == 8
+    c = build_config("cpu-tiny", unterminated_reward="none", prefix_sliding="[2, 3]", hint_once="yes", seed="5")
+    assert (c.unterminated_reward, c.prefix_sliding, c.hint_once, c.seed) == (None, [2, 3], True, 5)
+    with pytest.raises(SelfPlayConfigError, match="seed expects int"):
+        build_config("cpu-tiny", seed="five")
 
 
 def test_cli_rejects_bad_settings_with_one_line(capsys):

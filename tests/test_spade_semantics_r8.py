@@ -65,7 +65,15 @@ def test_every_fixture_has_an_expectation():
 
 @pytest.mark.parametrize("name", sorted(EXPECT))
 def test_spade_loader_runs_it(name):
-    spade_load(SOURCES[name])  # SPADE's rules load it: so must we
+    """SPADE's rules load it (the test's reading of SPADE's loader): so must our runtime,
+    through the product's own open and reset."""
+    spade_load(SOURCES[name])
+    session = InProcessRuntime().open(SOURCES[name], filename=f"game_{name}.py")
+    try:
+        obs, info = session.reset(0)
+        assert isinstance(obs, str) and obs and isinstance(info, dict)
+    finally:
+        session.close()
 
 
 @pytest.fixture(scope="module")

@@ -19,9 +19,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from spade_envs.actions import extract_answer, extract_boxed, parse_tool_calls
+from spade_envs.actions import extract_answer, extract_boxed
 from spade_envs.contract import INFO_NOTE_KEY
-from spade_envs.errors import NO_SOLUTION_STAGE, EnvProgramError, SpadeError
+from spade_envs.errors import NO_SOLUTION_STAGE, EnvProgramError, FailureKind, SpadeError
 from spade_envs.runtime import EnvRuntime, EnvSession
 
 #: The guesses SPADE-style agents (and lazy designers' checkers) try first.
@@ -119,10 +119,6 @@ def _call(name: str, arguments: dict[str, Any]) -> str:
     return "<tool_call>" + json.dumps({"name": name, "arguments": arguments}) + "</tool_call>"
 
 
-def probe_touches_tools(probe: Probe) -> bool:
-    return any(parse_tool_calls(a) for a in probe.actions)
-
-
 @dataclass
 class Episode:
     """What one play produced. ``steps`` holds ``(obs, reward, terminated, truncated)``
@@ -206,7 +202,7 @@ def play(
         max_call = max(max_call, per_step)
         # a call that timed out loses the whole batch's replies: name the culprit
         culprit = next(
-            (i for i, r in enumerate(results) if isinstance(r, SpadeError) and getattr(r, "kind", "") == "timeout"),
+            (i for i, r in enumerate(results) if isinstance(r, SpadeError) and getattr(r, "kind", "") == FailureKind.TIMEOUT),
             None,
         )
         stop = False

@@ -6,13 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from spade_envs.errors import EnvExecutionError
+from spade_envs.errors import EnvExecutionError, FailureKind
 from spade_envs.solutions import READER_NAMES, solution_readings
 
 from .context import Reject, SingleContext
 
 #: error kinds after which a session cannot be trusted to answer again
-FATAL_KINDS = frozenset({"timeout", "crash", "memory", "killed", "security", "output"})
+FATAL_KINDS = frozenset({FailureKind.TIMEOUT, FailureKind.CRASH, FailureKind.MEMORY, FailureKind.SECURITY,
+                         FailureKind.OUTPUT})
 
 
 @dataclass

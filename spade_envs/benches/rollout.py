@@ -41,13 +41,14 @@ import time
 from typing import Any
 
 from spade_envs.agents.api import PlayTask
+from spade_envs.registry.ids import format_env_id
 
 MULTI_TURN_IDS = tuple(range(13, 25))
 SLIDING_PREFIX, SLIDING_WINDOW = 256, 512  # as in ``spade bench prefix-sliding``
 
 
 def _tasks(n: int, max_turns: int) -> list[PlayTask]:
-    ids = [f"spade/Env-{i:05d}" for i in MULTI_TURN_IDS]
+    ids = [format_env_id(i) for i in MULTI_TURN_IDS]
     return [PlayTask(ids[i % len(ids)], seed=i // len(ids), max_turns=max_turns) for i in range(n)]
 
 

@@ -180,13 +180,14 @@ def _fresh_process_figures(runs: int = 3) -> dict[str, Any]:
     from pathlib import Path
 
     from spade_envs.benches.registry import build_store
+    from spade_envs.registry.ids import format_env_id
 
     home = Path(tempfile.gettempdir()) / "spade-bench-sandbox-store"
     last = build_store(2, home)
     _compile_package()
     env = {**os.environ, "SPADE_HOME": str(home), "PYTHONWARNINGS": "ignore"}
     out: dict[str, Any] = {}
-    got = _fresh_runs(["id", f"spade/Env-{last:05d}"], env, runs)
+    got = _fresh_runs(["id", format_env_id(last)], env, runs)
     if isinstance(got, str):
         return {"first_env_fresh_process_error": got}
     out["first_env_fresh_process_s"], out["import_spade_envs_s"], out["first_env_fresh_process_wall_s"] = got

@@ -75,10 +75,22 @@ def _table(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def settings_epilog() -> str:
+    """The settings list under ``spade selfplay --help``, from the fields' own help
+    (:func:`~spade_envs.selfplay.config.settings_help`): one paragraph per setting."""
+    from ..selfplay.config import settings_help
+
+    lines = ["Settings (--set KEY=VALUE, or a key of the --config YAML):"]
+    lines += [f"{name} ({kind}, default {default}): {text}" for name, kind, default, text in settings_help()]
+    return "\n\n".join(line.replace("[", "\\[") for line in lines)
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("selfplay")
+    from ..selfplay.config import PRESETS
+
+    @app.command("selfplay", epilog=settings_epilog())
     def selfplay(
-        preset: Optional[str] = typer.Option(None, "--preset", help="cpu-tiny, cpu-harness, cpu-smol, gpu-tiny, gpu-4b, gpu-8b, gpu-30b"),
+        preset: Optional[str] = typer.Option(None, "--preset", help=", ".join(PRESETS) + " (default cpu-tiny)"),
         config: Optional[Path] = typer.Option(None, "--config", help="YAML file of settings"),
         rounds: Optional[int] = typer.Option(None, "--rounds", help="total rounds"),
         out: Optional[Path] = typer.Option(None, "--out", help="output folder"),

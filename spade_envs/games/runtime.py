@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import EnvExecutionError, EnvProgramError, SpadeError
+from ..errors import EnvExecutionError, EnvProgramError, FailureKind, SpadeError
 from ..runtime import EnvRuntime, EnvSession
 from ..trust import get_runtime
 from .format import (
@@ -191,7 +191,7 @@ class MultiPlayerSession:
 
     def _call(self, op: str, *args: Any) -> Any:
         if self.closed:
-            raise EnvExecutionError("this game session is closed", kind="closed")
+            raise EnvExecutionError("this game session is closed", kind=FailureKind.CLOSED)
         try:
             result = self.session.step(self.command(op, *args))
         except SpadeError as exc:

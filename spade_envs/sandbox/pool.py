@@ -32,7 +32,7 @@ import time
 import weakref
 from dataclasses import dataclass
 
-from ..errors import EnvExecutionError
+from ..errors import EnvExecutionError, FailureKind
 from .protocol import ProtocolError, decode_reply, pack, write_all
 from .zygote import Worker, WorkerStartError, Zygote, _static_layer_on, needs_full
 
@@ -52,7 +52,7 @@ class Lost:
     the message ran past its deadline) or ``crash`` (the worker died or broke the
     protocol)."""
 
-    kind: str
+    kind: FailureKind
     culprit: int
     detail: str
 
@@ -127,7 +127,7 @@ class WorkerPool:
                     self._zygote = new
             if not kept:
                 new.close()
-                raise EnvExecutionError("the sandbox runtime was closed while it started", kind="closed")
+                raise EnvExecutionError("the sandbox runtime was closed while it started", kind=FailureKind.CLOSED)
             if quick:
                 self._start_full()
             return new
@@ -197,14 +197,14 @@ class WorkerPool:
                 break
             except WorkerStartError as exc:  # the worker's failure, not the zygote's: try once more
                 if attempt:
-                    raise EnvExecutionError(f"could not start a sandbox worker: {exc}", kind="crash") from None
+                    raise EnvExecutionError(f"could not start a sandbox worker: {exc}", kind=FailureKind.CRASH) from None
             except OSError as exc:  # the zygote's socket failed: a new zygote serves from now on
                 with self.lock:
                     if self._zygote is zygote:
                         self._zygote = None
                         self._retired.append(zygote)
                 if attempt:
-                    raise EnvExecutionError(f"could not start a sandbox worker: {exc}", kind="crash") from None
+                    raise EnvExecutionError(f"could not start a sandbox worker: {exc}", kind=FailureKind.CRASH) from None
         with self.lock:
             self.layers = worker.layers
             self.workers.add(worker)
@@ -246,12 +246,12 @@ class WorkerPool:
                 lost[worker] = Lost("crash", 0, "the worker process was ended")
                 continue
             if worker.reader.buf or _has_data(worker.rep_r):
-                lost[worker] = self._lost(worker, "crash", 0, "the worker sent data nobody asked for")
+                lost[worker] = self._lost(worker, FailureKind.CRASH, 0, "the worker sent data nobody asked for")
                 continue
             try:
                 write_all(worker.req_w, pack(_ENCODER.encode(calls).encode("utf-8", "surrogatepass")))
             except (OSError, ProtocolError, ValueError) as exc:
-                lost[worker] = self._lost(worker, "crash", 0, f"the worker could not be reached ({exc})")
+                lost[worker] = self._lost(worker, FailureKind.CRASH, 0, f"the worker could not be reached ({exc})")
                 continue
             pending[worker.rep_r] = (worker, len(calls))
             due[worker.rep_r] = time.monotonic() + deadline_s
@@ -283,12 +283,12 @@ class WorkerPool:
                     continue
                 except (EOFError, OSError, ProtocolError) as exc:
                     detail = str(exc) if isinstance(exc, (EOFError, ProtocolError)) else "the worker process died"
-                    lost[worker] = self._lost(worker, "crash", len(got), detail)
+                    lost[worker] = self._lost(worker, FailureKind.CRASH, len(got), detail)
                     got_all = True
                 else:
                     got_all = len(got) >= expected
                 if got_all and lost[worker] is None and worker.reader.buf:
-                    lost[worker] = self._lost(worker, "crash", len(got), "the worker sent more replies than calls")
+                    lost[worker] = self._lost(worker, FailureKind.CRASH, len(got), "the worker sent more replies than calls")
                 if got_all:
                     poller.unregister(fd)
                     del pending[fd], due[fd]
@@ -297,11 +297,11 @@ class WorkerPool:
                 worker, _ = pending.pop(fd)
                 del due[fd]
                 poller.unregister(fd)
-                lost[worker] = self._lost(worker, "timeout", len(replies[worker]),
+                lost[worker] = self._lost(worker, FailureKind.TIMEOUT, len(replies[worker]),
                                           f"exceeded the {deadline_s:g} s deadline")
         return {w: (replies[w], lost[w]) for w in requests}
 
-    def _lost(self, worker: Worker, kind: str, culprit: int, detail: str) -> Lost:
+    def _lost(self, worker: Worker, kind: FailureKind, culprit: int, detail: str) -> Lost:
         self.release(worker)
         return Lost(kind, culprit, detail)
 

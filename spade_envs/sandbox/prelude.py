@@ -37,7 +37,7 @@ import sys
 from types import ModuleType
 from typing import Any
 
-from ..program import ALIAS_MODULES, PRELUDE_MODULES, PRELUDE_NAMES, alias_module_attrs
+from ..program import ALIAS_MODULES, NUMPY_NAMES, PRELUDE_MODULES, PRELUDE_NAMES, alias_module_attrs
 from . import class_guards, guards, own, vetted
 
 #: modules a program may import (``import x``/``from x import y``)
@@ -308,7 +308,7 @@ def build_base_namespace() -> dict[str, Any]:
         ns[name] = modules[name]
     for name, (mod, attr) in PRELUDE_NAMES.items():
         ns[name] = getattr(modules[mod], attr)
-    ns["np"] = ns["numpy"] = modules["numpy"]
+    ns.update(dict.fromkeys(NUMPY_NAMES, modules["numpy"]))
     ns["ToolUseBaseEnv"] = ToolUseBaseEnv
     return ns
 

@@ -22,7 +22,7 @@ import sys
 import types
 from typing import Any
 
-from ..errors import EnvExecutionError, EnvProgramError, SpadeError
+from ..errors import EnvExecutionError, EnvProgramError, FailureKind, SpadeError
 from ..runtime import InProcessSession
 from . import guards, own
 from .policy import compile_program
@@ -42,7 +42,7 @@ def security_kind(exc: BaseException) -> BaseException:
     ``kind="security"``; other errors are returned unchanged."""
     ctx = exc.__context__
     if isinstance(exc, EnvExecutionError) and isinstance(ctx, guards.SandboxViolation):
-        return EnvExecutionError(f"sandbox violation: {ctx}", kind="security")
+        return EnvExecutionError(f"sandbox violation: {ctx}", kind=FailureKind.SECURITY)
     return exc
 
 
@@ -97,11 +97,11 @@ class RestrictedLoader:
             try:
                 exec(code, namespace)  # noqa: S102 - restricted code object
             except guards.SandboxViolation as exc:
-                raise EnvExecutionError(f"{filename}: sandbox violation in the module body: {exc}", kind="security") from None
+                raise EnvExecutionError(f"{filename}: sandbox violation in the module body: {exc}", kind=FailureKind.SECURITY) from None
             except RecursionError:
-                raise EnvExecutionError(f"{filename}: module body exceeded the recursion limit", kind="recursion") from None
+                raise EnvExecutionError(f"{filename}: module body exceeded the recursion limit", kind=FailureKind.RECURSION) from None
             except MemoryError:
-                raise EnvExecutionError(f"{filename}: module body ran out of memory", kind="memory") from None
+                raise EnvExecutionError(f"{filename}: module body ran out of memory", kind=FailureKind.MEMORY) from None
             except Exception as exc:
                 raise EnvProgramError(f"{filename}: module body raised {type(exc).__name__}: {exc}", stage="compile") from None
             cls = namespace.get(class_name)

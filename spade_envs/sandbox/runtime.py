@@ -8,7 +8,7 @@ program per process: no two sessions, no two clients ever share one). Every meth
 - a wall-clock deadline per call on the caller's clock (``step_timeout_s``, also for
   ``solution``/``hint``/``snapshot``/``close``; ``open_timeout_s`` for compiling and
   constructing): on expiry the worker is killed and the call fails with
-  ``EnvExecutionError(kind="timeout")``; the episode is over, ``reset`` re-opens the
+  ``EnvExecutionError(kind=FailureKind.TIMEOUT)``; the episode is over, ``reset`` re-opens the
   program in a fresh worker;
 - every reply is parsed defensively (:func:`.protocol.decode_reply`: size, nesting,
   element count, integers, lone surrogates) and checked again here (string
@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..contract import StepResult, check_reset_result, check_step_result
-from ..errors import EnvExecutionError, EnvProgramError, EpisodeOverError, SpadeError
+from ..errors import EnvExecutionError, EnvProgramError, EpisodeOverError, FailureKind, SpadeError
 from ..format_spec import method
 from ..parameters import resolve_kwargs
 from ..program import inspect_program
@@ -44,7 +44,7 @@ from .confine import refused_layers
 from .pool import Worker, WorkerPool, _has_data, needs_full
 
 _ids = itertools.count(1)
-_KINDS = frozenset("error timeout crash memory recursion security output closed".split())
+_KINDS = frozenset(k.value for k in FailureKind if k is not FailureKind.OPEN)  #: what a worker may report
 _warned = [False]
 
 
@@ -58,7 +58,7 @@ def _to_error(err: Any) -> SpadeError:
     if err.get("type") == "program":
         return EnvProgramError(_text(err.get("msg"), "program error"), stage=_text(err.get("stage"), "interface", 64))
     kind = err.get("kind")
-    return EnvExecutionError(_text(err.get("msg"), "execution error"), kind=kind if kind in _KINDS else "error")
+    return EnvExecutionError(_text(err.get("msg"), "execution error"), kind=kind if kind in _KINDS else FailureKind.ERROR)
 
 
 def _warn_refused(layers: dict) -> None:
@@ -120,15 +120,15 @@ class SandboxSession(EnvSession):
 
     def _unavailable(self) -> SpadeError | None:
         if self.closed:
-            return EnvExecutionError("this session is closed", kind="closed")
+            return EnvExecutionError("this session is closed", kind=FailureKind.CLOSED)
         if self._dead is not None:
             return self._dead
         if self._owner != os.getpid():
-            return EnvExecutionError("this session was opened in another process (before a fork)", kind="crash")
+            return EnvExecutionError("this session was opened in another process (before a fork)", kind=FailureKind.CRASH)
         if self.worker is None or not self.worker.alive:
             return EnvExecutionError(
                 "the sandbox worker running this environment is gone (it crashed, broke the protocol "
-                "or ran past a deadline); reset() starts a new episode", kind="crash")
+                "or ran past a deadline); reset() starts a new episode", kind=FailureKind.CRASH)
         return None
 
     def _over(self) -> SpadeError:
@@ -145,7 +145,7 @@ class SandboxSession(EnvSession):
             if unsolicited:
                 self._runtime.pool.release(worker)
                 self.episode_over = False
-                return EnvExecutionError("step() was lost: the worker sent data nobody asked for", kind="crash")
+                return EnvExecutionError("step() was lost: the worker sent data nobody asked for", kind=FailureKind.CRASH)
         problem = self._unavailable()
         if problem is not None:
             self.episode_over = False
@@ -276,18 +276,18 @@ class SandboxRuntime(EnvRuntime):
                 if j < len(items):
                     ok, payload = items[j]
                     out[i] = payload if ok == 1 else _to_error(payload)
-                elif lost is not None and lost.kind == "timeout" and j == lost.culprit:
-                    out[i] = EnvExecutionError(f"{op}() {lost.detail}; the worker was killed", kind="timeout")
-                    session._dead = EnvExecutionError(f"this episode ended with a timeout in {op}()", kind="timeout")
+                elif lost is not None and lost.kind == FailureKind.TIMEOUT and j == lost.culprit:
+                    out[i] = EnvExecutionError(f"{op}() {lost.detail}; the worker was killed", kind=FailureKind.TIMEOUT)
+                    session._dead = EnvExecutionError(f"this episode ended with a timeout in {op}()", kind=FailureKind.TIMEOUT)
                 else:
                     detail = lost.detail if lost is not None else "no reply"
-                    out[i] = EnvExecutionError(f"{op}() was lost: {detail}", kind="crash")
+                    out[i] = EnvExecutionError(f"{op}() was lost: {detail}", kind=FailureKind.CRASH)
         return out
 
     def _revive(self, session: SandboxSession) -> SpadeError | None:
         """Re-open a session whose worker was lost (a reset starts a new episode)."""
         if session.closed:
-            return EnvExecutionError("this session is closed", kind="closed")
+            return EnvExecutionError("this session is closed", kind=FailureKind.CLOSED)
         if session._unavailable() is None:
             return None
         session._detach()

@@ -38,8 +38,13 @@ import time
 from typing import Any
 
 from .. import format_spec
+from ..errors import FailureKind
 from . import confine
 from .protocol import MAX_RESULT_BYTES, check_value, pack, read_frame, write_all
+
+#: replies made before they are needed: out of memory, there may be none to make them then
+_OOM_REPLY = json.dumps([0, {"type": "execution", "msg": "out of memory", "kind": FailureKind.MEMORY}]).encode()
+_MALFORMED_REPLY = json.dumps([0, {"type": "execution", "msg": "malformed request", "kind": FailureKind.ERROR}]).encode()
 
 
 def _error(exc: BaseException) -> list:
@@ -50,10 +55,10 @@ def _error(exc: BaseException) -> list:
     if isinstance(exc, EnvExecutionError):
         return [0, {"type": "execution", "msg": str(exc), "kind": exc.kind}]
     if isinstance(exc, MemoryError):
-        return [0, {"type": "execution", "msg": "out of memory", "kind": "memory"}]
+        return [0, {"type": "execution", "msg": "out of memory", "kind": FailureKind.MEMORY}]
     if isinstance(exc, RecursionError):
-        return [0, {"type": "execution", "msg": "recursion limit exceeded", "kind": "recursion"}]
-    return [0, {"type": "execution", "msg": f"{type(exc).__name__}: {exc}", "kind": "error"}]
+        return [0, {"type": "execution", "msg": "recursion limit exceeded", "kind": FailureKind.RECURSION}]
+    return [0, {"type": "execution", "msg": f"{type(exc).__name__}: {exc}", "kind": FailureKind.ERROR}]
 
 
 class WorkerState:
@@ -141,7 +146,7 @@ def _security_kind(exc: BaseException) -> BaseException:
 def _output_error(msg: str) -> BaseException:
     from ..errors import EnvExecutionError
 
-    return EnvExecutionError(msg, kind="output")
+    return EnvExecutionError(msg, kind=FailureKind.OUTPUT)
 
 
 _FLUSH_S = 0.001
@@ -183,9 +188,9 @@ def worker_main(req_fd: int, rep_fd: int, memory_mb: int, cpu_s: int, loader: An
                 op, sid, arg = call
                 reply = state.answer(op, sid, arg)
             except MemoryError:
-                reply = b'[0, {"type": "execution", "msg": "out of memory", "kind": "memory"}]'
+                reply = _OOM_REPLY
             except (TypeError, ValueError):
-                reply = b'[0, {"type": "execution", "msg": "malformed request", "kind": "error"}]'
+                reply = _MALFORMED_REPLY
             pending.append(pack(reply))
             now = time.monotonic()
             if now - last_flush > _FLUSH_S:

@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ..errors import EnvExecutionError
+from ..errors import EnvExecutionError, FailureKind
 from . import confine
 from .protocol import FrameReader, ProtocolError
 
@@ -228,14 +228,14 @@ class Zygote:
                 while not line.endswith(b"\n"):
                     chunk = ours.recv(1 << 16)
                     if not chunk:
-                        raise EnvExecutionError("the sandbox zygote exited during start-up", kind="crash")
+                        raise EnvExecutionError("the sandbox zygote exited during start-up", kind=FailureKind.CRASH)
                     line += chunk
                 ours.settimeout(10.0)
         except socket.timeout:
             self.close()
-            raise EnvExecutionError("the sandbox zygote did not start in time", kind="timeout") from None
+            raise EnvExecutionError("the sandbox zygote did not start in time", kind=FailureKind.TIMEOUT) from None
         except OSError as exc:
-            raise EnvExecutionError(f"the sandbox zygote could not start ({exc})", kind="crash") from None
+            raise EnvExecutionError(f"the sandbox zygote could not start ({exc})", kind=FailureKind.CRASH) from None
         self.info = json.loads(line)
 
     def spawn(self) -> Worker:

@@ -4,6 +4,11 @@ Load order (later wins): the preset (``cpu-tiny`` by default) -> a YAML file
 (``--config FILE.yaml``, a mapping of field names) -> CLI flags / keyword overrides.
 Unknown keys are an error (:class:`SelfPlayConfigError`), never silently ignored.
 
+Each field is declared with its help, as TRL's ``GRPOConfig`` does it
+(``field(default=..., metadata={"help": ...})``): :func:`settings_help` reads them, and
+``spade selfplay --help`` lists every setting from it; a ``--set key=value`` string
+becomes the field's declared type (:func:`field_types`). ``--preset`` lists :data:`PRESETS`.
+
 Presets:
 
 - ``cpu-tiny``: the 2-layer random Llama (``transformers:tiny-random``), short turns, two
@@ -30,10 +35,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..designer.skills import DEFAULT_MODES, SKILLS
 from ..errors import SpadeError
 
 
@@ -57,93 +64,145 @@ class SelfPlayConfig:
     """Every knob of the self-play trainer. Defaults are the ``cpu-tiny`` preset."""
 
     # -- run ------------------------------------------------------------------------------
-    preset: str = "cpu-tiny"  #: name of the preset this config started from (informational)
-    rounds: int = 2  #: self-play rounds to run (a round = one agent rollout batch)
-    out_dir: str = "spade-selfplay"  #: checkpoints, metrics.jsonl, plot, tensorboard logs
-    seed: int = 0  #: master seed (python, numpy, torch RNGs; sampling seeds derive from it)
-    registry_path: str | None = None  #: registry store file (None: $SPADE_HOME/registry.sqlite3)
-    push_to_hub: str | None = None  #: dataset repo to push after each generation (hub_sync)
-    checkpoint_every: int = 1  #: save a checkpoint every N rounds (and always at the end)
-    keep_checkpoints: int = 2  #: how many round checkpoints to keep
+    preset: str = field(
+        default="cpu-tiny", metadata={"help": "name of the preset this config started from (informational)"})
+    rounds: int = field(default=2, metadata={"help": "self-play rounds to run (a round = one agent rollout batch)"})
+    out_dir: str = field(
+        default="spade-selfplay", metadata={"help": "checkpoints, metrics.jsonl, plot, tensorboard logs"})
+    seed: int = field(
+        default=0, metadata={"help": "master seed (python, numpy, torch RNGs; sampling seeds derive from it)"})
+    registry_path: str | None = field(
+        default=None, metadata={"help": "registry store file (None: $SPADE_HOME/registry.sqlite3)"})
+    push_to_hub: str | None = field(
+        default=None, metadata={"help": "dataset repo to push after each generation (hub_sync)"})
+    checkpoint_every: int = field(
+        default=1, metadata={"help": "save a checkpoint every N rounds (and always at the end)"})
+    keep_checkpoints: int = field(default=2, metadata={"help": "how many round checkpoints to keep"})
 
     # -- model ----------------------------------------------------------------------------
-    model: str = "tiny-random"  #: ``default``, ``tiny-random`` or a local checkpoint folder
-    dtype: str = "float32"  #: compute dtype; ``bfloat16`` = bf16 autocast over float32 master weights (mixed precision)
-    device: str | None = None  #: None: cuda when available, else cpu
-    use_vllm: bool = False  #: generate with vLLM (TRL's ``use_vllm``)
-    vllm_mode: str = "colocate"  #: ``colocate`` (same GPU) or ``server`` (``trl vllm-serve``)
-    vllm_server_base_url: str | None = None  #: server mode: e.g. http://127.0.0.1:8000
-    vllm_gpu_memory_utilization: float = 0.3  #: colocate mode share of GPU memory for vLLM
-    vllm_max_model_length: int | None = None  #: vLLM context (None: max of max_context and designer prompt + completion)
-    vllm_importance_sampling_mode: str = "token_truncate"  #: TRL's IS correction (token level: long designer programs)
-    gradient_checkpointing: bool = False
-    zero_stage: int = 0  #: 3: launched with accelerate/zero3.yaml (weights, gradients, Adam partitioned; --plan uses it)
-    micro_batch_size: int = 8  #: rows per forward/backward per device; a step accumulates gradients over the rest
-    max_context: int = 4096  #: token budget of one agent episode (the rollout stops when it is full)
-    designer_prompt_tokens: int = 2048  #: token budget of a designer prompt (with memory examples)
+    model: str = field(
+        default="tiny-random", metadata={"help": "``default``, ``tiny-random`` or a local checkpoint folder"})
+    dtype: str = field(default="float32", metadata={"help": (
+        "compute dtype; ``bfloat16`` = bf16 autocast over float32 master weights (mixed precision)")})
+    device: str | None = field(default=None, metadata={"help": "None: cuda when available, else cpu"})
+    use_vllm: bool = field(default=False, metadata={"help": "generate with vLLM (TRL's ``use_vllm``)"})
+    vllm_mode: str = field(
+        default="colocate", metadata={"help": "``colocate`` (same GPU) or ``server`` (``trl vllm-serve``)"})
+    vllm_server_base_url: str | None = field(
+        default=None, metadata={"help": "server mode: e.g. http://127.0.0.1:8000"})
+    vllm_gpu_memory_utilization: float = field(
+        default=0.3, metadata={"help": "colocate mode share of GPU memory for vLLM"})
+    vllm_max_model_length: int | None = field(
+        default=None, metadata={"help": "vLLM context (None: max of max_context and designer prompt + completion)"})
+    vllm_importance_sampling_mode: str = field(
+        default="token_truncate", metadata={"help": "TRL's IS correction (token level: long designer programs)"})
+    gradient_checkpointing: bool = field(
+        default=False, metadata={"help": "recompute activations in the backward pass (less memory, more time)"})
+    zero_stage: int = field(default=0, metadata={"help": (
+        "3: launched with accelerate/zero3.yaml (weights, gradients, Adam partitioned; --plan uses it)")})
+    micro_batch_size: int = field(default=8, metadata={"help": (
+        "rows per forward/backward per device; a step accumulates gradients over the rest")})
+    max_context: int = field(
+        default=4096, metadata={"help": "token budget of one agent episode (the rollout stops when it is full)"})
+    designer_prompt_tokens: int = field(
+        default=2048, metadata={"help": "token budget of a designer prompt (with memory examples)"})
 
     # -- GRPO (both roles, one model, one optimizer) --------------------------------------
-    learning_rate: float = 1e-6  #: SPADE: 1e-6 (cpu-tiny uses a large one so weights visibly move)
-    beta: float = 0.0  #: KL coefficient (0: no reference model)
-    epsilon: float = 0.2  #: lower clip
-    epsilon_high: float = 0.28  #: upper clip (DAPO-style clip-higher)
-    loss_type: str = "dapo"  #: TRL loss type
-    scale_rewards: str = "group"  #: TRL: "group" divides by the group std; "none" only centres (SPADE)
-    max_grad_norm: float = 1.0
-    weight_decay: float = 0.0
-    temperature: float = 0.6  #: sampling temperature of both roles
-    filter_zero_std: bool = True  #: groups whose rewards are all equal train nothing (SPADE's check_reward_nonzero_std)
-    trl: dict[str, Any] = field(default_factory=dict)  #: any other ``trl.GRPOConfig`` field, passed as is (e.g. adam_beta2)
+    learning_rate: float = field(
+        default=1e-6, metadata={"help": "SPADE: 1e-6 (cpu-tiny uses a large one so weights visibly move)"})
+    beta: float = field(default=0.0, metadata={"help": "KL coefficient (0: no reference model)"})
+    epsilon: float = field(default=0.2, metadata={"help": "lower clip"})
+    epsilon_high: float = field(default=0.28, metadata={"help": "upper clip (DAPO-style clip-higher)"})
+    loss_type: str = field(default="dapo", metadata={"help": "TRL loss type"})
+    scale_rewards: str = field(
+        default="group", metadata={"help": 'TRL: "group" divides by the group std; "none" only centres (SPADE)'})
+    max_grad_norm: float = field(default=1.0, metadata={"help": "gradient clipping norm (TRL's max_grad_norm)"})
+    weight_decay: float = field(default=0.0, metadata={"help": "AdamW weight decay"})
+    temperature: float = field(default=0.6, metadata={"help": "sampling temperature of both roles"})
+    filter_zero_std: bool = field(default=True, metadata={"help": (
+        "groups whose rewards are all equal train nothing (SPADE's check_reward_nonzero_std)")})
+    trl: dict[str, Any] = field(
+        default_factory=dict, metadata={"help": "any other ``trl.GRPOConfig`` field, passed as is (e.g. adam_beta2)"})
 
     # -- agent role -------------------------------------------------------------------------
-    agent_group_size: int = 2  #: plain plays per environment per round = the GRPO group (``PlayBudget.plain_plays``)
-    hint_plays: int = 1  #: hinted plays per environment per round, for regret (``PlayBudget.hint_plays``)
-    max_turns: int = 2  #: turns per episode (SPADE: at most 25)
-    agent_max_new_tokens: int = 12  #: tokens per agent turn
-    envs_per_round: int = 2  #: at most this many environments per round (waiting candidates first, then replay)
-    replay_share: float = 0.0  #: share of ``envs_per_round`` kept for replay entries (waiting candidates never take it)
-    failed_play_reward: float = 0.0  #: agent reward of a play whose environment failed (SPADE: -1)
-    unterminated_reward: float | None = None  #: reward of a play that never terminated (None: its last reward; SPADE: 0)
-    prefix_sliding: list[int] | None = None  #: ``[P, W]``: Prefix Sliding for the agent role
-    sandbox_seeds: bool = False  #: run the seed suite in the sandbox too
+    agent_group_size: int = field(default=2, metadata={"help": (
+        "plain plays per environment per round = the GRPO group (``PlayBudget.plain_plays``)")})
+    hint_plays: int = field(default=1, metadata={"help": (
+        "hinted plays per environment per round, for regret (``PlayBudget.hint_plays``)")})
+    max_turns: int = field(default=2, metadata={"help": "turns per episode (SPADE: at most 25)"})
+    agent_max_new_tokens: int = field(default=12, metadata={"help": "tokens per agent turn"})
+    envs_per_round: int = field(default=2, metadata={"help": (
+        "at most this many environments per round (waiting candidates first, then replay)")})
+    replay_share: float = field(default=0.0, metadata={"help": (
+        "share of ``envs_per_round`` kept for replay entries (waiting candidates never take it)")})
+    failed_play_reward: float = field(
+        default=0.0, metadata={"help": "agent reward of a play whose environment failed (SPADE: -1)"})
+    unterminated_reward: float | None = field(
+        default=None, metadata={"help": "reward of a play that never terminated (None: its last reward; SPADE: 0)"})
+    prefix_sliding: list[int] | None = field(
+        default=None, metadata={"help": "``[P, W]``: Prefix Sliding for the agent role"})
+    sandbox_seeds: bool = field(default=False, metadata={"help": "run the seed suite in the sandbox too"})
 
     # -- designer role ----------------------------------------------------------------------
-    designer: str = "policy"  #: ``policy`` (the trained model), ``scripted:seed-variants`` or ``off`` (fixed environments: no proposals)
-    designer_every: int = 1  #: designer regeneration every N rounds (SPADE: every 4 rollouts)
-    designer_prompts: int = 1  #: designer prompts (skill x document) per regeneration
-    designer_group_size: int = 2  #: candidates per prompt = designer GRPO group
-    designer_max_new_tokens: int = 64  #: tokens per candidate (real models need ~2048)
-    reward_mode: str = "regret"  #: ``regret`` | ``blend`` | ``solve_rate`` (designer.regret.RewardMode)
-    invalid_penalty: float = -1.0  #: designer reward of a candidate the acceptance pipeline rejects (SPADE: 0)
-    step_timeout_penalty: float = -1.0  #: designer reward of a candidate whose step timed out in play (SPADE: -0.5)
-    play_window: int = 1  #: rounds of plays before a candidate's regret is final (reward delay)
-    hint_once: bool = False  #: hinted plays once per environment, when first played (SPADE); else every round
-    designer_center: str = "none"  #: "skill": centre designer rewards on their skill's mean, no std (SPADE)
-    designer_reward_scale: float | None = 1.0  #: multiply designer rewards (None: SPADE's setting, 1 here: rewards.designer_scale)
-    params_share: float = 0.0  #: share of designer prompts in ``params`` mode (propose a registry variant)
-    corpus: str = "stdlib"  #: grounding documents (designer.corpus.Corpus source)
-    skills: list[str] = field(default_factory=lambda: [
-        "mathematical reasoning", "logical deduction", "spatial reasoning", "pattern recognition",
-        "optimization", "causal inference"])  #: SPADE's six skills (designer.prompts.SKILLS)
-    modes: list[str] = field(default_factory=lambda: ["puzzle", "game", "tool"])  #: designer.prompts.MODES
-    model_hints: bool = False  #: let the policy write a hint for envs without a usable hint()
-    novelty_check: bool = True  #: reject near-duplicates of the memory (designer.memory)
-    acceptance_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    designer: str = field(default="policy", metadata={"help": (
+        "``policy`` (the trained model), ``scripted:seed-variants`` or ``off`` (fixed environments: no "
+        "proposals)")})
+    designer_every: int = field(
+        default=1, metadata={"help": "designer regeneration every N rounds (SPADE: every 4 rollouts)"})
+    designer_prompts: int = field(
+        default=1, metadata={"help": "designer prompts (skill x document) per regeneration"})
+    designer_group_size: int = field(default=2, metadata={"help": "candidates per prompt = designer GRPO group"})
+    designer_max_new_tokens: int = field(
+        default=64, metadata={"help": "tokens per candidate (real models need ~2048)"})
+    reward_mode: str = field(
+        default="regret", metadata={"help": "``regret`` | ``blend`` | ``solve_rate`` (designer.regret.RewardMode)"})
+    invalid_penalty: float = field(
+        default=-1.0, metadata={"help": "designer reward of a candidate the acceptance pipeline rejects (SPADE: 0)"})
+    step_timeout_penalty: float = field(
+        default=-1.0, metadata={"help": "designer reward of a candidate whose step timed out in play (SPADE: -0.5)"})
+    play_window: int = field(
+        default=1, metadata={"help": "rounds of plays before a candidate's regret is final (reward delay)"})
+    hint_once: bool = field(default=False, metadata={"help": (
+        "hinted plays once per environment, when first played (SPADE); else every round")})
+    designer_center: str = field(
+        default="none", metadata={"help": '"skill": centre designer rewards on their skill\'s mean, no std (SPADE)'})
+    designer_reward_scale: float | None = field(default=1.0, metadata={"help": (
+        "multiply designer rewards (None: SPADE's setting, 1 here: rewards.designer_scale)")})
+    params_share: float = field(
+        default=0.0, metadata={"help": "share of designer prompts in ``params`` mode (propose a registry variant)"})
+    corpus: str = field(default="stdlib", metadata={"help": "grounding documents (designer.corpus.Corpus source)"})
+    skills: list[str] = field(default_factory=lambda: list(SKILLS), metadata={"help": (
+        "the skills the designer's prompts train (SPADE's six: designer.skills.SKILLS)")})
+    modes: list[str] = field(default_factory=lambda: list(DEFAULT_MODES), metadata={"help": (
+        "program kinds the designer's prompts ask for (designer.skills.DEFAULT_MODES)")})
+    model_hints: bool = field(
+        default=False, metadata={"help": "let the policy write a hint for envs without a usable hint()"})
+    novelty_check: bool = field(
+        default=True, metadata={"help": "reject near-duplicates of the memory (designer.memory)"})
+    acceptance_seeds: list[int] = field(default_factory=lambda: [0, 1, 2], metadata={"help": (
+        "episode seeds the acceptance pipeline plays each candidate on")})
 
     # -- registry and replay ------------------------------------------------------------------
-    register_every: int = 1  #: register accepted environments as a new generation every R rounds
-    replay_capacity: int = 256  #: replay buffer size (environments)
-    replay_recent: int = 4  #: regrets remembered per environment (priority = their mean)
-    replay_temperature: float = 0.5  #: priority sharpness; 0 = uniform
-    replay_min_priority: float = 0.05  #: floor so unscored / zero-regret envs still get picked
-    include_seeds: bool = True  #: start the replay buffer with the train split of the seed suite
-    seed_levels: str = "default"  #: seeds at their defaults, at the "easiest" difficulty level, or every "ladder" level
-    seed_games: bool = True  #: include the multi-agent seed games (vs their built-in opponent) in the replay buffer
-    seed_skills: list[str] | None = None  #: only seeds (and params-mode parents) of these skills (None: every skill)
+    register_every: int = field(
+        default=1, metadata={"help": "register accepted environments as a new generation every R rounds"})
+    replay_capacity: int = field(default=256, metadata={"help": "replay buffer size (environments)"})
+    replay_recent: int = field(
+        default=4, metadata={"help": "regrets remembered per environment (priority = their mean)"})
+    replay_temperature: float = field(default=0.5, metadata={"help": "priority sharpness; 0 = uniform"})
+    replay_min_priority: float = field(
+        default=0.05, metadata={"help": "floor so unscored / zero-regret envs still get picked"})
+    include_seeds: bool = field(
+        default=True, metadata={"help": "start the replay buffer with the train split of the seed suite"})
+    seed_levels: str = field(default="default", metadata={"help": (
+        'seeds at their defaults, at the "easiest" difficulty level, or every "ladder" level')})
+    seed_games: bool = field(default=True, metadata={"help": (
+        "include the multi-agent seed games (vs their built-in opponent) in the replay buffer")})
+    seed_skills: list[str] | None = field(
+        default=None, metadata={"help": "only seeds (and params-mode parents) of these skills (None: every skill)"})
 
     # -- logging ------------------------------------------------------------------------------
-    tensorboard: bool = True  #: write TensorBoard logs when tensorboard is installed
-    plot: bool = True  #: write metrics.png after each round
+    tensorboard: bool = field(default=True, metadata={"help": "write TensorBoard logs when tensorboard is installed"})
+    plot: bool = field(default=True, metadata={"help": "write metrics.png after each round"})
 
     def __post_init__(self) -> None:
         if self.designer == "off":  # the fixed-environment baseline: the train split's seeds only
@@ -224,33 +283,60 @@ class SelfPlayConfig:
             raise SelfPlayConfigError(f"bad self-play setting: {exc}") from None
 
 
+def field_types() -> dict[str, Any]:
+    """Each setting's declared type (resolved from the annotations, once)."""
+    global _TYPES
+    if _TYPES is None:
+        _TYPES = typing.get_type_hints(SelfPlayConfig)
+    return _TYPES
+
+
+_TYPES: dict[str, Any] | None = None
+
+
 def _coerce(name: str, value: Any) -> Any:
-    """Strings from ``--set key=value`` become the field's type (JSON for lists/None)."""
-    kind = {f.name: f.type for f in dataclasses.fields(SelfPlayConfig)}[name]
-    if not isinstance(value, str) or kind in ("str",):
+    """Strings from ``--set key=value`` become the field's declared type (JSON for lists
+    and mappings; ``null``/``none`` for an optional one)."""
+    kind = field_types()[name]
+    if not isinstance(value, str) or kind is str:
         return value
-    if kind.endswith(" | None"):
+    args = typing.get_args(kind)
+    if type(None) in args:  # X | None
         if value.lower() in ("null", "none"):
             return None
-        kind = kind[: -len(" | None")]
-    if kind == "bool":
+        kind = next(a for a in args if a is not type(None))
+    if kind is bool:
         if value.lower() in ("1", "true", "yes", "on"):
             return True
         if value.lower() in ("0", "false", "no", "off"):
             return False
         raise SelfPlayConfigError(f"{name} expects true/false, got {value!r}")
     try:
-        if kind == "int":
+        if kind is int:
             return int(value)
-        if kind == "float":
+        if kind is float:
             return float(value)
         if value.lower() in ("null", "none"):
             return None
-        if "list" in kind or "dict" in kind:
+        if typing.get_origin(kind) in (list, dict):
             return json.loads(value)
     except ValueError:
-        raise SelfPlayConfigError(f"{name} expects {kind}, got {value!r}") from None
+        raise SelfPlayConfigError(f"{name} expects {_type_name(kind)}, got {value!r}") from None
     return value
+
+
+def _type_name(kind: Any) -> str:
+    return kind.__name__ if isinstance(kind, type) and not typing.get_args(kind) else str(kind).replace("typing.", "")
+
+
+def settings_help() -> list[tuple[str, str, str, str]]:
+    """``(name, type, default, help)`` of every setting, in declaration order: the one
+    source of ``spade selfplay --help``'s settings list and of the docs' table."""
+    out = []
+    for f in dataclasses.fields(SelfPlayConfig):
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        out.append((f.name, _type_name(field_types()[f.name]), json.dumps(default), f.metadata["help"]))
+    return out
 
 
 _SPADE_RECIPE = dict(
@@ -310,8 +396,7 @@ PRESETS: dict[str, dict[str, Any]] = {
                      designer_prompt_tokens=1024, model_hints=False, reward_mode="blend",
                      # tool-use seeds carry 600-1600 prompt tokens of tool specs: on 2 cores one
                      # GRPO step over them outlasts the 10-minute main job, so it plays the rest
-                     seed_skills=["mathematical reasoning", "logical deduction", "spatial reasoning",
-                                  "pattern recognition", "optimization", "causal inference", "multi-step game"]),
+                     seed_skills=[*SKILLS, "multi-step game"]),
     "gpu-tiny": dict(use_vllm=True, vllm_mode="colocate", vllm_gpu_memory_utilization=0.2, rounds=3,
                      learning_rate=1e-3, agent_group_size=4, hint_plays=2, envs_per_round=4,
                      agent_max_new_tokens=64, designer_max_new_tokens=256, designer_group_size=4,

@@ -124,7 +124,8 @@ def fit_prompt(build: Callable[[Any, Any], list[dict]], retrieval: Any, doc: Any
 class SelfPlayDesigner:
     """Proposes and validates candidates for one round."""
 
-    def __init__(self, config: Any, backend: Backend, registry: Any, runtime: Any = None) -> None:
+    def __init__(self, config: Any, backend: Backend, registry: Any, runtime: Any = None, *,
+                 accelerator: Any = None) -> None:
         from ..designer.corpus import Corpus
 
         self.config = config
@@ -133,7 +134,7 @@ class SelfPlayDesigner:
         self.runtime = runtime
         self.docs = Corpus(config.corpus).sample(64, seed=config.seed)
         self._memory = None
-        self.acc: Any = None  #: the accelerator when several processes run (verdicts from the main one)
+        self.acc: Any = accelerator  #: the accelerator when several processes run (verdicts from the main one)
 
     @property
     def memory(self) -> Any:
@@ -206,7 +207,7 @@ class SelfPlayDesigner:
 
         cfg = self.config
         index = self.memory.novelty_index() if cfg.novelty_check else None
-        acc = getattr(self, "acc", None)
+        acc = self.acc
         verdicts = dist.on_main(acc, lambda: self._judge(props, index))
         for prop, (novelty, stages, rejected_at) in zip(props, verdicts):
             prop.novelty, prop.verdicts, prop.rejected_at = novelty, stages, rejected_at

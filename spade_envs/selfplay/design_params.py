@@ -6,18 +6,27 @@ Coupling to :mod:`spade_envs.designer.params_mode` through its public functions 
 with their win rates and regret), decodes under a JSON schema where the backend can,
 and checks each answer (parse, params, novelty, then acceptance at the point). Only
 parents of the TRAIN split are offered, so a held-out family never reaches training.
-Accepted variants are registered at once (:meth:`~.registration.Registrar.register_variant`)
-in the round's generation, so the agent plays them by id; their completions keep prompt
-and completion ids and sampling logprobs for the delayed designer step, like ``code``
-candidates.
+Accepted variants are registered at once through the caller's ``register_variant``
+(:meth:`~.registration.Registrar.register_variant`) in the round's generation, so the
+agent plays them by id; their completions keep prompt and completion ids and sampling
+logprobs for the delayed designer step, like ``code`` candidates. Nothing here sees the
+trainer: it passes the designer, its variant memory and the registrar's method.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import random
+from typing import TYPE_CHECKING, Any, Callable
 
 from .design import Proposal
 from .splits import is_heldout
+
+if TYPE_CHECKING:
+    from .design import SelfPlayDesigner
+
+#: ``(parent, params, *, round_no, cid, acceptance) -> (env id, new)``:
+#: :meth:`~.registration.Registrar.register_variant`
+RegisterVariant = Callable[..., tuple[str, bool]]
 
 PARAMS_MAX_NEW_TOKENS = 160  #: a variant answer is short JSON, whatever the code-mode budget
 
@@ -31,45 +40,47 @@ def train_parents(registry: Any, skills: list[str] | None = None) -> list[str]:
             and (skills is None or r.skill in skills)]
 
 
-def propose_params(trainer: Any, round_no: int, n_prompts: int) -> list[Proposal]:
-    """``n_prompts`` x ``designer_group_size`` variant proposals of round ``round_no``."""
-    from ..designer.acceptance import AcceptanceConfig
-    from ..designer.params_mode import VariantMemory, propose_variants
-    from ..registry.catalog import seed_records
+def propose_params(designer: "SelfPlayDesigner", memory: Any, rng: random.Random, *, round_no: int,
+                   n_prompts: int, register_variant: RegisterVariant) -> list[Proposal]:
+    """``n_prompts`` x ``designer_group_size`` variant proposals of round ``round_no``.
 
-    cfg = trainer.config
-    parents = train_parents(trainer.registry, cfg.seed_skills)
+    ``designer`` gives the config, backend, registry, runtime and accelerator; ``memory``
+    is the caller's :class:`~spade_envs.designer.params_mode.VariantMemory` (refreshed
+    here); each accepted variant is registered at once through ``register_variant``
+    (:meth:`~.registration.Registrar.register_variant`), and its proposal carries the id."""
+    from ..designer.acceptance import AcceptanceConfig
+    from ..designer.params_mode import propose_variants
+    from ..registry.catalog import seed_records
+    from . import dist
+
+    cfg, registry = designer.config, designer.registry
+    parents = train_parents(registry, cfg.seed_skills)
     if not parents:
         return []
-    if getattr(trainer, "_variant_memory", None) is None:
-        trainer._variant_memory = VariantMemory(trainer.registry)
-    memory = trainer._variant_memory
     memory.refresh()
-    raw = propose_variants(trainer.designer.backend, trainer.registry, n_prompts, memory, trainer.rng,
+    raw = propose_variants(designer.backend, registry, n_prompts, memory, rng,
                            group_size=cfg.designer_group_size, parents=parents,
                            max_new_tokens=PARAMS_MAX_NEW_TOKENS, temperature=cfg.temperature,
                            acceptance=AcceptanceConfig(seeds=tuple(cfg.acceptance_seeds)),
-                           runtime=trainer.designer.runtime, round_no=round_no)
+                           runtime=designer.runtime, round_no=round_no)
     # acceptance ran under sandbox deadlines on every rank: the main process's verdicts win,
     # so every rank registers the same variants (each registration is a collective)
-    from . import dist
-
-    raw = dist.from_main(trainer.acc, raw)
+    raw = dist.from_main(designer.acc, raw)
     skills = {str(r.env_id): r.skill for r in seed_records()}
     out: list[Proposal] = []
     for v in raw:
         skill = skills.get(v.parent or "") or "unknown"
         if v.parent and v.parent not in skills:
             try:
-                skill = trainer.registry.get(v.parent).skill or skill
+                skill = registry.get(v.parent).skill or skill
             except Exception:
                 pass
         prop = Proposal(v.cid, v.group, skill, "params", v.parent or "", list(v.prompt_ids), list(v.completion_ids),
                         list(v.logprobs), v.text, verdicts=list(v.verdicts), rejected_at=v.rejected_at,
                         parent=v.parent, params=v.point)
         if v.valid:
-            eid, _new = trainer.registrar.register_variant(v.parent, v.point, round_no=round_no, skill=skill,
-                                                           cid=v.cid, acceptance=list(v.verdicts))
+            eid, _new = register_variant(v.parent, v.point, round_no=round_no, cid=v.cid,
+                                         acceptance=list(v.verdicts))
             prop.env_id, prop.source = eid, f"variant:{eid}"
         out.append(prop)
     return out

@@ -97,6 +97,7 @@ class _Trained:
 
     def overlap(self, evaluated: set[str]) -> list[str]:
         """Played keys that are held out, reasoning-gym tasks or evaluated ids."""
+        from .replay_buffer import is_program_key
         from .splits import is_heldout
 
         keys = list(getattr(self.trainer, "plays", {}) or {})
@@ -104,7 +105,7 @@ class _Trained:
         for key in keys:
             if key.startswith("rg:") or key in evaluated:
                 bad.append(key)
-            elif not key.startswith("src:"):
+            elif not is_program_key(key):
                 try:
                     if is_heldout(key):
                         bad.append(key)

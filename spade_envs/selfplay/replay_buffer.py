@@ -11,6 +11,7 @@ Held-out ids (:func:`spade_envs.selfplay.splits.is_heldout`) are never admitted.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from dataclasses import asdict, dataclass, field
@@ -19,10 +20,23 @@ from typing import Any
 
 from .splits import is_heldout
 
+PROGRAM_KEY_PREFIX = "src:"  #: the key of an accepted program before registration: see :func:`program_key`
+
+
+def program_key(source: str) -> str:
+    """The replay key of an accepted program not registered yet: ``"src:"`` and the first
+    16 hex digits of its source's SHA-256 (the one place this key is derived)."""
+    return PROGRAM_KEY_PREFIX + hashlib.sha256(source.encode()).hexdigest()[:16]
+
+
+def is_program_key(key: str) -> bool:
+    """True for a :func:`program_key` (an environment with no registry id yet)."""
+    return key.startswith(PROGRAM_KEY_PREFIX)
+
 
 @dataclass
 class ReplayEntry:
-    key: str  #: stable key: the env id, or "src:<sha256 prefix>" before registration
+    key: str  #: stable key: the env id, or :func:`program_key` of its source before registration
     env_id: str | None = None
     source: str | None = None
     skill: str | None = None

@@ -7,6 +7,11 @@ Advantages are TRL's (``scale_rewards="group"``: ``(r - mean) / (std + 1e-4)`` w
 unbiased std; ``"none"``: only centred, as SPADE) — :func:`group_advantages` is the hand
 computation the tests compare TRL against.
 
+Regret (:func:`regret_estimate`, the ONE place of the rule "no usable hint -> regret 0",
+used by the ledger, the round's per-environment settlement and the registry's stored
+scores): the estimate over hinted and plain returns; without a usable hint, or without a
+hinted play, the hinted returns are the plain ones, so regret is 0.
+
 Designer (:class:`DesignerLedger`): a candidate the acceptance pipeline rejects gets
 ``invalid_penalty`` at once; an accepted one waits for plays of its environment during
 ``play_window`` rounds. Its raw reward is ``RegretEstimate.designer_reward(mode)`` over
@@ -23,7 +28,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:
+    from ..designer.regret import RegretEstimate
 
 GROUP_EPS = 1e-4  #: TRL's epsilon in the group normalization
 
@@ -58,6 +66,16 @@ def is_step_timeout(episode: Any) -> bool:
     return getattr(getattr(episode, "error", None), "kind", None) is FailureKind.TIMEOUT
 
 
+def regret_estimate(plain: Sequence[float], hint: Sequence[float], *, hint_usable: bool) -> "RegretEstimate":
+    """The regret estimate of an environment from its plain and hinted returns: the one
+    rule of self-play. Without a usable hint (``hint_usable`` False: the hinted plays would
+    only measure noise) or without any hinted return, the hinted returns are the plain
+    ones, so ``regret`` is 0 and both win rates are the plain one; ``plain`` must not be empty."""
+    from ..designer.regret import RegretEstimate
+
+    return RegretEstimate.from_rewards(hint if hint_usable and hint else plain, plain)
+
+
 @dataclass
 class Candidate:
     """One designer completion awaiting its reward."""
@@ -90,27 +108,27 @@ class DesignerLedger:
         self.step_timeout_penalty = float(step_timeout_penalty)
         self.candidates: dict[str, Candidate] = {}
 
+    @classmethod
+    def from_config(cls, config: Any) -> "DesignerLedger":
+        """The ledger of a run's settings (``reward_mode``, ``invalid_penalty``,
+        ``play_window``, ``step_timeout_penalty``)."""
+        return cls(config.reward_mode, config.invalid_penalty, config.play_window, config.step_timeout_penalty)
+
     def add(self, cand: Candidate) -> None:
         if not cand.valid:
             cand.reward = self.invalid_penalty
         self.candidates[cand.cid] = cand
 
     def _settle(self, cand: Candidate) -> None:
-        from ..designer.regret import RegretEstimate
-
         if cand.step_timeout:
             cand.regret, cand.reward = 0.0, self.step_timeout_penalty
             return
         if not cand.plain:
             cand.regret, cand.reward = None, 0.0
             return
-        est = RegretEstimate.from_rewards(cand.hint or cand.plain, cand.plain)
+        est = regret_estimate(cand.plain, cand.hint, hint_usable=cand.hint_usable)
         cand.win_rate_plain, cand.win_rate_hint = est.win_rate_plain, est.win_rate_hint
-        if cand.hint_usable and cand.hint:
-            cand.regret, cand.reward = est.regret, est.designer_reward(self.mode)
-        else:  # no usable hint: regret 0 (the hinted plays would only measure noise)
-            flat = RegretEstimate.from_rewards(cand.plain, cand.plain)
-            cand.regret, cand.reward = 0.0, flat.designer_reward(self.mode)
+        cand.regret, cand.reward = est.regret, est.designer_reward(self.mode)
 
     def record_plays(self, env_key: str, plain: Sequence[float], hint: Sequence[float], *,
                      step_timeout: bool = False) -> None:

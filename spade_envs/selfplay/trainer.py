@@ -29,6 +29,14 @@ from :mod:`.trl_bridge`. Each round ``r``:
 6. every ``register_every`` rounds pending programs/variants become ONE new registry
    generation (main process only); metrics; checkpoint.
 
+The trainer owns every table of the run (replay buffer, ledger, plays, hint cache, hinted
+sources, estimates, variant memory); its collaborators get narrow typed inputs and give
+typed results back: :class:`~.registration.Registrar` (registry writes, returns a
+:class:`~.registration.RegistrationReport` the trainer rekeys its tables from),
+:func:`~.design_params.propose_params` (the designer, the variant memory and the
+registrar's ``register_variant``), :func:`~.rewards.regret_estimate` (the regret rule).
+A round's record is a :class:`~.round_record.RoundRecord`.
+
 Several processes: every rank runs this same loop; generation is split across ranks and
 gathered (:mod:`.dist`); acceptance verdicts and hint resolution (sandbox deadlines) are
 decided on the main process and broadcast, so buffers and ledgers stay identical.
@@ -36,28 +44,26 @@ decided on the main process and broadcast, so buffers and ledgers stay identical
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import time
-from statistics import fmean
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import dist
 from .config import SelfPlayConfig
 from .design import Proposal, ScriptedSeedVariants, SelfPlayDesigner
 from .registration import Registrar
-from .replay_buffer import ReplayBuffer, ReplayEntry
-from .rewards import Candidate, DesignerLedger, designer_scale, finalize_rewards, is_step_timeout
+from .replay_buffer import ReplayBuffer, ReplayEntry, program_key
+from .rewards import Candidate, DesignerLedger, designer_scale, finalize_rewards, is_step_timeout, regret_estimate
 from .rollout import SelfPlayRollout, StoredCompletion, agent_prompt, designer_prompt
+from .round_record import AgentStats, DesignerStats, EnvOutcome, ProposalStats, RoundRecord, mean_or_none
 from .splits import is_heldout
+
+if TYPE_CHECKING:
+    from ..designer.regret import RegretEstimate
 
 PhaseFn = Callable[[str], None]
 MAX_KEPT_PLAYS = 256  #: plain/hinted returns kept per environment for its stored scores
-
-
-def _mean(xs: list[float]) -> float | None:
-    return fmean(xs) if xs else None
 
 
 def train_seed_entries(config: SelfPlayConfig) -> list[ReplayEntry]:
@@ -113,14 +119,17 @@ class SelfPlayTrainer:
         if designer_backend is None:
             designer_backend = ScriptedSeedVariants(self.tokenizer) if self.scripted else self.backend
         # the scripted designer is cheap and counts its calls: every rank runs all of it (same answers)
+        # acceptance is judged on the main process and broadcast (the designer's accelerator)
         self.designer = SelfPlayDesigner(config, designer_backend if self.scripted else
-                                         dist.ShardedBackend(designer_backend, self.acc), registry, runtime)
-        self.designer.acc = self.acc  # acceptance is judged on the main process and broadcast
+                                         dist.ShardedBackend(designer_backend, self.acc), registry, runtime,
+                                         accelerator=self.acc)
         self.buffer = ReplayBuffer(config.replay_capacity, config.replay_recent, config.replay_temperature,
                                    config.replay_min_priority)
-        self.ledger = DesignerLedger(config.reward_mode, config.invalid_penalty, config.play_window,
-                                     config.step_timeout_penalty)
-        self.registrar = Registrar(self)
+        self.ledger = DesignerLedger.from_config(config)
+        self.registrar = Registrar(registry, accelerator=self.acc, runtime=runtime, reward_mode=config.reward_mode,
+                                   designer_model=getattr(self.designer.backend, "name", config.model),
+                                   agent_name=self.agent.name, push_to_hub=config.push_to_hub)
+        self.variant_memory: Any = None  #: params mode's VariantMemory, made when first needed
         self.hint_sources: dict[str, str] = {}
         self.hint_cache: dict[str, list[float]] = {}  # hint_once: the hinted returns, made once
         self.plays: dict[str, dict[str, list[float]]] = {}  # actual returns per environment key
@@ -165,10 +174,11 @@ class SelfPlayTrainer:
             lps = teacher_forced_logps(self.grpo, p.prompt_ids, ids)
         return lps
 
-    def _design(self, r: int) -> list[Proposal]:
+    def _design(self, r: int) -> tuple[list[Proposal], set[str]]:
+        """The round's proposals, and the replay keys of the valid ones."""
         cfg = self.config
         if not cfg.designer_prompts or r % cfg.designer_every:
-            return []
+            return [], set()
         n_params = round(cfg.designer_prompts * cfg.params_share)
         self.on_phase(f"round {r}: designer proposes {cfg.designer_prompts * cfg.designer_group_size} candidates "
                       f"({n_params} prompts params mode, {cfg.designer_prompts - n_params} code mode)")
@@ -176,15 +186,18 @@ class SelfPlayTrainer:
         if n_params:
             from .design_params import propose_params
 
-            props += propose_params(self, r, n_params)
+            props += propose_params(self.designer, self._variant_memory(), self.rng, round_no=r, n_prompts=n_params,
+                                    register_variant=self.registrar.register_variant)
         if cfg.designer_prompts - n_params:
-            props += self.designer.propose(r, self.rng, [(x["key"], x["source"]) for x in self.registrar.pending
-                                                          if x.get("source")],
+            props += self.designer.propose(r, self.rng, self.registrar.pending_sources(),
                                            n_prompts=cfg.designer_prompts - n_params)
         hint_backend = self.backend if cfg.model_hints else None
         protected = set(self.ledger.pending_keys())
+        new_keys: set[str] = set()
         for p in props:
             key = None
+            if p.valid:
+                new_keys.add(p.env_id or program_key(p.source))
             if p.valid and p.env_id is not None:  # a variant, registered when accepted (design_params)
                 key = p.env_id
                 entry = ReplayEntry(key=key, env_id=key, skill=p.skill, added_round=r)
@@ -193,7 +206,7 @@ class SelfPlayTrainer:
                 else:
                     protected.add(key)
             elif p.valid:
-                key = "src:" + hashlib.sha256(p.source.encode()).hexdigest()[:16]
+                key = program_key(p.source)
                 if key not in self.buffer and not self.registrar.is_pending(key):
                     # a sandbox deadline (and sampling) decide it: the main process's answer wins
                     hinted, origin = dist.on_main(self.acc, lambda src=p.source: self.designer.hinted_source(
@@ -215,14 +228,21 @@ class SelfPlayTrainer:
                 self.ledger.finalize_candidate(cand)
             self.rollout.designer[p.cid] = StoredCompletion(p.prompt_ids, p.completion_ids[:cfg.designer_max_new_tokens],
                                                             self._behaviour_logprobs(p))
-        return props
+        return props, new_keys
+
+    def _variant_memory(self) -> Any:
+        if self.variant_memory is None:
+            from ..designer.params_mode import VariantMemory
+
+            self.variant_memory = VariantMemory(self.registry)
+        return self.variant_memory
 
     # -- playing ---------------------------------------------------------------------------
     def _store_record(self, env_id: str) -> tuple[str, dict] | None:
         """``(source, kwargs)`` of a registry entry of THIS run's store (a variant's are its
         root program and fixed point), so plays never depend on the process's default
         registry; None for seeds (the agent loop resolves them itself)."""
-        if env_id in self.registrar._seed_ids:
+        if self.registrar.is_seed(env_id):
             return None
         if env_id not in self._records:
             rec = self.registry.get(env_id)
@@ -269,17 +289,18 @@ class SelfPlayTrainer:
         return out
 
     def run_round(self) -> dict[str, Any]:
-        """Run round ``self.round``; returns its metrics row."""
-        from ..designer.regret import RegretEstimate
+        """Run round ``self.round``; returns its metrics row (:meth:`RoundRecord.as_row`)."""
+        return self.run_round_record().as_row()
 
+    def run_round_record(self) -> RoundRecord:
+        """Run round ``self.round``; returns its typed record."""
         cfg, r = self.config, self.round
         t0 = time.perf_counter()
-        props = self._design(r)
+        props, new_keys = self._design(r)
         t_design = time.perf_counter() - t0
         plays = self._pick()
         seeds = [self.rng.randrange(1_000_000) for _ in plays]
-        row: dict[str, Any] = {"round": r, "envs_played": len(plays), "designer_s": round(t_design, 3)}
-        tokens, t1, gen_s = 0, time.perf_counter(), 0.0
+        agent, tokens, t1, gen_s = None, 0, time.perf_counter(), 0.0
         if plays:
             self.on_phase(f"round {r}: agent plays {len(plays)} environments "
                           f"({cfg.agent_group_size} plain plays each, hinted where due)")
@@ -294,55 +315,90 @@ class SelfPlayTrainer:
             self.last_plain_episodes = plain_eps  # the designer step's rollout call resets last_episodes
             tokens = sum(sum(ep.mask) for eps in [plain_eps, *hinted.values()] for ep in eps)
             returns = [self.rollout.reward_of(ep) for ep in plain_eps]
-            row.update(agent_loss=step["loss"], agent_advantages=step["advantages"],
-                       agent_reward=_mean(returns), agent_micro_batches=step["micro_batches"],
-                       agent_grad_norm=step.get("grad_norm"), agent_clip_ratio=step.get("clip_ratio/region_mean"),
-                       agent_rows_filtered=sum(dist.gather_rows(self.acc, [step.get("rows_filtered", 0)])))
-            regrets, wins_plain, wins_hint = [], [], []
+            outcomes = []
             for i, e in enumerate(plays):
                 eps = plain_eps[i * cfg.agent_group_size:(i + 1) * cfg.agent_group_size]
-                plain = [self.rollout.reward_of(ep) for ep in eps]
-                fresh = [self.rollout.reward_of(ep) for ep in hinted.get(e.key, [])]
-                if fresh:
-                    self.hint_cache[e.key] = fresh
-                hint = fresh or (self.hint_cache.get(e.key, []) if cfg.hint_once else [])
                 timeout = any(is_step_timeout(ep) for ep in list(eps) + list(hinted.get(e.key, [])))
-                kept = self.plays.setdefault(e.key, {"plain": [], "hint": []})
-                kept["plain"] = (kept["plain"] + plain)[-MAX_KEPT_PLAYS:]
-                kept["hint"] = (kept["hint"] + fresh)[-MAX_KEPT_PLAYS:]
-                est = RegretEstimate.from_rewards(hint or plain, plain)
-                regret = est.regret if (e.hint_usable and hint) else 0.0
-                self.estimates[e.key] = {**est.as_dict(), "regret": regret}
-                self.buffer.record(e.key, regret)
-                self.ledger.record_plays(e.key, plain, fresh, step_timeout=timeout)
-                regrets.append(regret)
-                wins_plain.append(est.win_rate_plain)
-                if hint:
-                    wins_hint.append(est.win_rate_hint)
-            row.update(mean_regret=_mean(regrets), win_rate_plain=_mean(wins_plain), win_rate_hint=_mean(wins_hint))
+                outcomes.append(self.settle_env(e, [self.rollout.reward_of(ep) for ep in eps],
+                                                [self.rollout.reward_of(ep) for ep in hinted.get(e.key, [])],
+                                                step_timeout=timeout))
             # the designer's learning signal: this round's valid proposals that, played this round, land in
             # the frontier band (0 < plain win rate < 1 and regret > 0); shares are of all proposals
-            new = {p.env_id or "src:" + hashlib.sha256(p.source.encode()).hexdigest()[:16] for p in props if p.valid}
-            row["frontier"] = sum(e.key in new and 0 < w < 1 and g > 0 for e, w, g in zip(plays, wins_plain, regrets))
-            row["scores_stored"] = self.registrar.store_scores(plays)
+            frontier = sum(e.key in new_keys and 0 < o.win_rate_plain < 1 and o.regret > 0
+                           for e, o in zip(plays, outcomes))
+            agent = AgentStats(
+                agent_loss=step["loss"], agent_advantages=step["advantages"], agent_reward=mean_or_none(returns),
+                agent_micro_batches=step["micro_batches"], agent_grad_norm=step.get("grad_norm"),
+                agent_clip_ratio=step.get("clip_ratio/region_mean"),
+                agent_rows_filtered=sum(dist.gather_rows(self.acc, [step.get("rows_filtered", 0)])),
+                mean_regret=mean_or_none([o.regret for o in outcomes]),
+                win_rate_plain=mean_or_none([o.win_rate_plain for o in outcomes]),
+                win_rate_hint=mean_or_none([o.win_rate_hint for o in outcomes if o.win_rate_hint is not None]),
+                frontier=frontier,
+                scores_stored=self.registrar.store_scores([(e.env_id, self.estimate(e.key)) for e in plays
+                                                           if e.env_id]))
         t_play = time.perf_counter() - t1
-        row.update(play_s=round(t_play, 3), rollout_tokens=tokens, generation_s=round(gen_s, 3),
-                   rollout_tokens_per_s=round(tokens / t_play, 2) if t_play > 0 else None,
-                   generation_tokens_per_s=round(tokens / gen_s, 2) if gen_s > 0 else None)
-        row.update(self._designer_step())
-        row.update(self._proposal_metrics(props))
-        if (r + 1) % cfg.register_every == 0:
-            row.update(self.registrar.register(r))
-        row.update(replay_size=len(self.buffer), replay_mean_priority=round(self.buffer.mean_priority(), 4),
-                   global_step=self.grpo.state.global_step, round_s=round(time.perf_counter() - t0, 3))
+        designer = self._designer_step()
+        proposals = ProposalStats.of(props)
+        registration = self._register(r) if (r + 1) % cfg.register_every == 0 else None
+        record = RoundRecord(
+            round=r, envs_played=len(plays), designer_s=round(t_design, 3), agent=agent,
+            play_s=round(t_play, 3), rollout_tokens=tokens, generation_s=round(gen_s, 3),
+            rollout_tokens_per_s=round(tokens / t_play, 2) if t_play > 0 else None,
+            generation_tokens_per_s=round(tokens / gen_s, 2) if gen_s > 0 else None,
+            designer=designer, proposals=proposals, registration=registration, replay_size=len(self.buffer),
+            replay_mean_priority=round(self.buffer.mean_priority(), 4), global_step=self.grpo.state.global_step,
+            round_s=round(time.perf_counter() - t0, 3))
         self.round = r + 1
-        return row
+        return record
 
-    def _designer_step(self) -> dict[str, Any]:
+    # -- settlement -------------------------------------------------------------------------
+    def settle_env(self, e: ReplayEntry, plain: list[float], fresh: list[float], *,
+                   step_timeout: bool = False) -> EnvOutcome:
+        """One environment's plays of this round (``fresh``: its hinted returns made now):
+        kept for its stored scores, its regret (:func:`~.rewards.regret_estimate`) to the
+        replay priorities, its returns to the ledger."""
+        if fresh:
+            self.hint_cache[e.key] = fresh
+        hint = fresh or (self.hint_cache.get(e.key, []) if self.config.hint_once else [])
+        kept = self.plays.setdefault(e.key, {"plain": [], "hint": []})
+        kept["plain"] = (kept["plain"] + plain)[-MAX_KEPT_PLAYS:]
+        kept["hint"] = (kept["hint"] + fresh)[-MAX_KEPT_PLAYS:]
+        est = regret_estimate(plain, hint, hint_usable=e.hint_usable)
+        self.estimates[e.key] = est.as_dict()
+        self.buffer.record(e.key, est.regret)
+        self.ledger.record_plays(e.key, plain, fresh, step_timeout=step_timeout)
+        return EnvOutcome(est.regret, est.win_rate_plain, est.win_rate_hint if hint else None)
+
+    def estimate(self, key: str) -> "RegretEstimate | None":
+        """The estimate of ``key`` from every recorded play so far (None when never played):
+        what the registry stores as its scores."""
+        kept = self.plays.get(key)
+        if not kept or not kept["plain"]:
+            return None
+        entry = self.buffer.entries.get(key)
+        return regret_estimate(kept["plain"], kept["hint"] or self.hint_cache.get(key, []),
+                               hint_usable=entry is None or entry.hint_usable)
+
+    def _register(self, round_no: int) -> Any:
+        """The pending programs become one generation; the trainer's tables follow their new ids."""
+        report = self.registrar.register(round_no, {p["key"]: self.estimate(p["key"]) for p in self.registrar.pending})
+        for key, eid in report.renamed:
+            for table in (self.plays, self.hint_cache, self.hint_sources):
+                if key in table:
+                    table[eid] = table.pop(key)
+            if is_heldout(eid):
+                self.ledger.finalize(key)
+            else:
+                self.ledger.rekey(key, eid)
+            self.buffer.rekey(key, eid)
+        return report
+
+    def _designer_step(self) -> DesignerStats | None:
         cfg = self.config
         groups = self.ledger.ready_groups()
         if not groups:
-            return {"designer_groups_trained": 0}
+            return None
         rewards = finalize_rewards(groups, center=cfg.designer_center, scale=designer_scale(cfg))
         rows = []
         for c, rew in zip([c for g in groups for c in g], rewards):
@@ -356,29 +412,11 @@ class SelfPlayTrainer:
         cands = [c for g in groups for c in g]
         valid = [c for c in cands if c.valid]
         regrets = [c.regret for c in valid if c.regret is not None]
-        return {"designer_groups_trained": len(groups), "designer_loss": step["loss"],
-                "designer_reward": _mean([float(x) for x in rewards]), "designer_advantages": step["advantages"],
-                "designer_raw_rewards": [c.reward for c in cands], "designer_trained_accepted": len(valid),
-                "designer_trained_regret": _mean(regrets), "designer_clip_ratio": step.get("clip_ratio/region_mean")}
-
-    def _proposal_metrics(self, props: list[Proposal]) -> dict[str, Any]:
-        if not props:
-            return {"proposed": 0}
-        from ..designer.acceptance import STAGES
-
-        passed = {s: sum(any(v["name"] == s and v["ok"] for v in p.verdicts) for p in props)
-                  for s in ("extract", *STAGES)}
-        rejected: dict[str, int] = {}
-        for p in props:
-            if p.rejected_at:
-                rejected[p.rejected_at] = rejected.get(p.rejected_at, 0) + 1
-        novelty = [p.novelty for p in props if p.novelty is not None]
-        return {"proposed": len(props), "valid": sum(p.valid for p in props),
-                "proposed_params": sum(p.mode == "params" for p in props),
-                "valid_params": sum(p.valid and p.mode == "params" for p in props),
-                "valid_rate": sum(p.valid for p in props) / len(props),
-                "acceptance_by_stage": {k: v / len(props) for k, v in passed.items()},
-                "rejected_at": rejected, "novelty": _mean(novelty)}
+        return DesignerStats(
+            designer_groups_trained=len(groups), designer_loss=step["loss"],
+            designer_reward=mean_or_none([float(x) for x in rewards]), designer_advantages=step["advantages"],
+            designer_raw_rewards=[c.reward for c in cands], designer_trained_accepted=len(valid),
+            designer_trained_regret=mean_or_none(regrets), designer_clip_ratio=step.get("clip_ratio/region_mean"))
 
     # -- checkpoints -------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
