@@ -90,3 +90,22 @@ def test_zero3_gathered_checkpoint_then_resume_continues_to_the_same_weights(tmp
     saved = torch.load(tmp_path / "params-save.pt")
     launch(3, "resume", tmp_path)
     _close(torch.load(tmp_path / "params-resume.pt"), saved)
+
+
+def test_cpu_harness_round_through_the_zero2_launch_config(tmp_path):
+    """``spade selfplay --preset cpu-harness`` launched with the repository's ZeRO-2 config
+    on 2 CPU ranks runs a round to the end with one writer: one metrics line, one checkpoint."""
+    import json
+
+    PORT[0] += 1
+    out = tmp_path / "run"
+    env = dict(os.environ, DS_ACCELERATOR="cpu", OMP_NUM_THREADS="1", SPADE_HOME=str(tmp_path / "home"))
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(CONFIGS / "zero2.yaml"),
+           "--num_processes", "2", "--mixed_precision", "no", "--main_process_port", str(PORT[0]),
+           "-m", "spade_envs.cli.main", "selfplay", "--preset", "cpu-harness", "--rounds", "1", "--out", str(out),
+           "--set", f"registry_path={tmp_path / 'registry.sqlite3'}", "--set", "tensorboard=false"]
+    done = subprocess.run(cmd, env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    lines = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].get("round") == 0
+    assert len(list((out / "checkpoints").glob("round-*"))) == 1
