@@ -64,7 +64,9 @@ def guided_json(schema: dict[str, Any] | None) -> dict[str, Any]:
     except ImportError:
         StructuredOutputsParams = None
     if StructuredOutputsParams is not None:
-        return {"structured_outputs": StructuredOutputsParams(json=schema)}
+        # no free whitespace between tokens (as the transformers path, constrained.py): a small
+        # model otherwise spends its budget on legal blanks and never closes the object
+        return {"structured_outputs": StructuredOutputsParams(json=schema, disable_any_whitespace=True)}
     try:
         from vllm.sampling_params import GuidedDecodingParams
     except ImportError:

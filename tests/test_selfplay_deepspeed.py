@@ -67,6 +67,7 @@ def _close(a: dict, b: dict) -> None:
     assert off <= (1 - MOST) * total, f"{off} of {total} weights differ by more than {ATOL_MOST}"
 
 
+@pytest.mark.timeout(1800)
 @pytest.mark.parametrize("stage", [2, 3])
 def test_micro_batched_step_on_two_ranks_equals_one_process_on_the_full_batch(stage, reference, tmp_path):
     import json
@@ -85,6 +86,7 @@ def test_micro_batched_step_on_two_ranks_equals_one_process_on_the_full_batch(st
     assert max(float((after[k] - ref_after[k]).abs().max()) for k in after) < 0.5 * LR
 
 
+@pytest.mark.timeout(1800)
 def test_zero3_gathered_checkpoint_then_resume_continues_to_the_same_weights(tmp_path):
     launch(3, "save", tmp_path)
     saved = torch.load(tmp_path / "params-save.pt")
@@ -92,6 +94,7 @@ def test_zero3_gathered_checkpoint_then_resume_continues_to_the_same_weights(tmp
     _close(torch.load(tmp_path / "params-resume.pt"), saved)
 
 
+@pytest.mark.timeout(1800)
 def test_cpu_harness_round_through_the_zero2_launch_config(tmp_path):
     """``spade selfplay --preset cpu-harness`` launched with the repository's ZeRO-2 config
     on 2 CPU ranks runs a round to the end with one writer: one metrics line, one checkpoint."""

@@ -31,7 +31,8 @@ def fake_vllm(monkeypatch):
 
     vllm = ModuleType("vllm")
     sp = ModuleType("vllm.sampling_params")
-    sp.StructuredOutputsParams = lambda **kw: ("structured", kw)
+    sp.StructuredOutputsParams = lambda **kw: ("structured", {"json": kw["json"]}) if kw.get(
+        "disable_any_whitespace") else ("loose", kw)  # compact JSON: no free whitespace
     vllm.sampling_params = sp
     vllm.SamplingParams = lambda **kw: SimpleNamespace(**kw)
     monkeypatch.setitem(sys.modules, "vllm", vllm)
@@ -98,7 +99,8 @@ def test_server_policy_backend_sends_the_schema(fake_vllm):
     assert b.supports_json_schema
     gens = b.generate([[1, 2], [3, 4], [5]], seed=1, json_schema=[SCHEMA, SCHEMA, None])
     assert len(gens) == 3 and all(g.token_ids == [7, 2] for g in gens)
-    assert sorted(str(c.get("structured_outputs")) for c in calls) == sorted([str({"json": SCHEMA}), "None"])
+    assert sorted(str(c.get("structured_outputs")) for c in calls) == sorted(
+        [str({"json": SCHEMA, "disable_any_whitespace": True}), "None"])
 
 
 def test_vllm_backend_seeds_each_request_and_guides_json(fake_vllm, tmp_path):

@@ -200,7 +200,7 @@ class TrainerVLLMServerBackend(_SyncMixin, Backend):
         for call, (n, keys) in enumerate(sorted(by_n.items())):
             extra: dict[str, Any] = {"stop_token_ids": self.stop_ids, "skip_special_tokens": False}
             if schema is not None:
-                extra["structured_outputs"] = {"json": schema}
+                extra["structured_outputs"] = {"json": schema, "disable_any_whitespace": True}
             if seed is not None:
                 extra["seed"] = (int(seed) + call) % 2**31
             res = self.client.generate(prompts=[list(k) for k in keys], n=n, temperature=max(temperature, 1e-5),
