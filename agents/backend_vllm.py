@@ -111,6 +111,10 @@ class VLLMBackend(Backend):
         kwargs.setdefault("logprobs_mode", "processed_logprobs")
         kwargs.setdefault("enable_prefix_caching", True)
         kwargs.setdefault("max_num_seqs", max(1, int(batch_size)))
+        # guided JSON without free whitespace between tokens (an engine-level switch in vLLM),
+        # as the transformers path decodes (constrained.py): a small model otherwise spends
+        # its token budget on legal blanks and never closes the object
+        kwargs.setdefault("structured_outputs_config", {"disable_any_whitespace": True})
         try:
             self.llm = vllm.LLM(**kwargs)
         except TypeError:  # an engine without the logprobs_mode option
