@@ -114,7 +114,7 @@ class VLLMBackend(Backend):
         # guided JSON without free whitespace between tokens (an engine-level switch in vLLM),
         # as the transformers path decodes (constrained.py): a small model otherwise spends
         # its token budget on legal blanks and never closes the object
-        kwargs.setdefault("structured_outputs_config", {"disable_any_whitespace": True})
+        kwargs.setdefault("structured_outputs_config", {"backend": "xgrammar", "disable_any_whitespace": True})
         try:
             self.llm = vllm.LLM(**kwargs)
         except TypeError:  # an engine without the logprobs_mode option
