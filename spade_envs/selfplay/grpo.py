@@ -154,8 +154,13 @@ def build_trainer(config: SelfPlayConfig) -> Any:
 
     args = grpo_args(config)  # first: sets this rank's device (PartialState) and ZeRO-3 loading
     check_zero3_generation(config)
-    with args.main_process_first(local=True, desc="model files"):  # one rank builds a cached model
-        model, tokenizer = load_policy(config, args.device)
+    from ..agents.models import model_path
+
+    with args.main_process_first(local=True, desc="model files"):  # one rank builds a cached model's files
+        model_path(config.model)
+    # then every rank loads at once: under ZeRO-3 (zero3_init_flag) loading partitions the
+    # weights, a collective, so one rank loading while the others wait would deadlock
+    model, tokenizer = load_policy(config, args.device)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     trainer = SelfPlayGRPOTrainer(model=model, reward_funcs=[reward_from_rollout], args=args,
