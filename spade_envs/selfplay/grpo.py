@@ -89,6 +89,9 @@ def grpo_args(config: SelfPlayConfig) -> Any:
         vllm_max_model_length=config.vllm_max_model_length or context_length(config),
         mask_truncated_completions=False,
     )
+    # a causal LM uses every parameter in each forward: DDP need not search the graph for
+    # unused ones (a traversal and a warning per step); config.trl may still set it
+    defaults = dict(ddp_find_unused_parameters=False)
     import dataclasses
 
     from .config import SelfPlayConfigError
@@ -99,7 +102,23 @@ def grpo_args(config: SelfPlayConfig) -> Any:
     clash = sorted(set(config.trl or {}) & set(shapes))
     if clash:
         raise SelfPlayConfigError(f"trl: {', '.join(clash)} are set by self-play itself")
-    return GRPOConfig(**{**shapes, **{k: getattr(config, k) for k in GRPO_FIELDS}, **dict(config.trl or {})})
+    return GRPOConfig(**{**defaults, **shapes, **{k: getattr(config, k) for k in GRPO_FIELDS},
+                         **dict(config.trl or {})})
+
+
+def check_zero3_generation(config: SelfPlayConfig) -> None:
+    """Refuse ZeRO-3 (from the launch's DeepSpeed config) without vLLM: every forward of a
+    partitioned model is a collective, and ranks play different numbers of turns and
+    tokens, so transformers generation would hang in round 0 (``config.validate`` refuses
+    ``zero_stage=3`` without vLLM; this catches a ZeRO-3 launch config as well)."""
+    from transformers.integrations import is_deepspeed_zero3_enabled
+
+    from .config import SelfPlayConfigError
+
+    if is_deepspeed_zero3_enabled() and not config.use_vllm:
+        raise SelfPlayConfigError("DeepSpeed ZeRO-3 needs use_vllm=true: generation with the partitioned "
+                                  "model is a collective per forward and ranks generate different lengths "
+                                  "(a hang); use ZeRO-2 (accelerate/zero2.yaml) or DDP without vLLM")
 
 
 def load_policy(config: SelfPlayConfig, device: Any) -> tuple[Any, Any]:
@@ -131,11 +150,17 @@ def build_trainer(config: SelfPlayConfig) -> Any:
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from datasets import Dataset
 
-    from .trl_bridge import SelfPlayGRPOTrainer
+    from .trl_bridge import SelfPlayGRPOTrainer, prepare
 
     args = grpo_args(config)  # first: sets this rank's device (PartialState) and ZeRO-3 loading
-    with args.main_process_first(local=True, desc="model files"):  # one rank builds a cached model
-        model, tokenizer = load_policy(config, args.device)
+    check_zero3_generation(config)
+    from ..agents.models import model_path
+
+    with args.main_process_first(local=True, desc="model files"):  # one rank builds a cached model's files
+        model_path(config.model)
+    # then every rank loads at once: under ZeRO-3 (zero3_init_flag) loading partitions the
+    # weights, a collective, so one rank loading while the others wait would deadlock
+    model, tokenizer = load_policy(config, args.device)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     trainer = SelfPlayGRPOTrainer(model=model, reward_funcs=[reward_from_rollout], args=args,
@@ -146,14 +171,7 @@ def build_trainer(config: SelfPlayConfig) -> Any:
         trainer.model.gradient_checkpointing_enable(
             gradient_checkpointing_kwargs=dict(args.gradient_checkpointing_kwargs or {}) or None)
     trainer.create_optimizer()
-    # as Trainer.train() does: the accelerator wraps the model (autocast forward for mixed
-    # precision; DDP or the DeepSpeed engine with several processes) and the optimizer
-    wrapped, trainer.optimizer = trainer.accelerator.prepare(trainer.model, trainer.optimizer)
-    trainer.model_wrapped = wrapped
-    if trainer.is_deepspeed_enabled:
-        trainer.deepspeed = wrapped
-    if config.use_vllm:  # vLLM loaded the same weights from disk: in sync at step 0
-        trainer._last_loaded_step = trainer.state.global_step
+    prepare(trainer, config.use_vllm)  # as Trainer.train() does (trl_bridge: TRL's fields set there)
     return trainer
 
 

@@ -6,10 +6,14 @@ always samples from the CURRENT weights of the GRPO trainer's model:
 - no vLLM: a :class:`~spade_envs.agents.backend_transformers.TransformersBackend` wrapping
   the training model object itself (weights shared; eval mode while generating);
 - ``vllm_mode="colocate"``: the ``vllm.LLM`` that TRL created inside the trainer
-  (``trainer.vllm_generation.llm``), after pushing the weights when the optimizer stepped
-  since the last push (``trainer.vllm_generation.sync_weights()``);
-- ``vllm_mode="server"``: ``trainer.vllm_generation.vllm_client`` (a ``trl vllm-serve``
-  server), token ids in, token ids and sampling logprobs out, same weight sync.
+  (``trl_bridge.vllm_engine``), after pushing the weights when the optimizer stepped
+  since the last push (``trl_bridge.push_weights``);
+- ``vllm_mode="server"``: TRL's ``VLLMClient`` (``trl_bridge.vllm_client``, a ``trl
+  vllm-serve`` server), token ids in, token ids and sampling logprobs out, same weight sync.
+
+Both vLLM backends take ``json_schema=`` (guided JSON decoding), as the transformers one
+does, so params-mode proposals are constrained on every path. TRL's private fields are
+touched only in :mod:`.trl_bridge`.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..agents.api import Backend, Generation
-from ..agents.backend_vllm import completion_tokens
+from ..agents.backend_vllm import completion_tokens, guided_json, request_seeds, schemas_for
 
 
 class _SyncMixin:
@@ -26,14 +30,15 @@ class _SyncMixin:
     def _sync(self) -> None:
         """Weights are pushed at fixed points (``trl_bridge.sync_generation_weights``); a
         single process may still catch up lazily, several must never (a collective)."""
+        from .trl_bridge import mark_synced, push_weights, weights_stale
+
         tr = self.trainer
-        step = tr.state.global_step
-        if getattr(tr, "_last_loaded_step", None) != step:
+        if weights_stale(tr):
             if getattr(getattr(tr, "accelerator", None), "num_processes", 1) > 1:
                 raise RuntimeError("vLLM weights out of date on one rank: push them on every rank "
                                    "(trl_bridge.sync_generation_weights) after each optimizer step")
-            tr.vllm_generation.sync_weights()
-            tr._last_loaded_step = step
+            push_weights(tr)
+            mark_synced(tr)
 
 
 class TrainerTransformersBackend(Backend):
@@ -69,17 +74,6 @@ class TrainerTransformersBackend(Backend):
             self._model.train(was_training)
 
 
-def request_seeds(seed: int | None, n: int, rank: int = 0) -> list[int | None]:
-    """One sampling seed per request: ``seed`` offset by the request index (and the rank,
-    so ranks do not repeat each other); all None when unseeded. vLLM seeds each request
-    from its own ``SamplingParams.seed``: ONE seed for a batch would give every row of a
-    GRPO group the same completion."""
-    if seed is None:
-        return [None] * n
-    base = (int(seed) + rank * 1_000_003) % 2**31
-    return [(base + i) % 2**31 for i in range(n)]
-
-
 def _stop_ids(tokenizer: Any) -> list[int]:
     vocab = tokenizer.get_vocab()
     stops = {tokenizer.eos_token_id} | {vocab[t] for t in ("<|im_end|>", "<|eot_id|>", "<|end|>") if t in vocab}
@@ -96,14 +90,18 @@ def _pack(tokenizer: Any, stop_ids: list[int], prompt: list[int], ids: list[int]
 
 class TrainerVLLMColocateBackend(_SyncMixin, Backend):
     """The colocated ``vllm.LLM`` of TRL's trainer behind the Backend interface; one
-    ``SamplingParams`` per request, each with its own seed (:func:`request_seeds`)."""
+    ``SamplingParams`` per request, each with its own seed (:func:`request_seeds`) and, for
+    params-mode proposals, vLLM's guided JSON decoding under the request's schema."""
 
     token_level = True
+    supports_json_schema = True
 
     def __init__(self, trainer: Any, *, name: str, max_model_len: int | None = None, llm: Any = None,
                  sampling_params: Any = None) -> None:
+        from .trl_bridge import vllm_engine
+
         self.trainer = trainer
-        self.llm = llm if llm is not None else trainer.vllm_generation.llm
+        self.llm = llm if llm is not None else vllm_engine(trainer)
         if sampling_params is None:
             import vllm
 
@@ -115,12 +113,14 @@ class TrainerVLLMColocateBackend(_SyncMixin, Backend):
         self.stop_ids = _stop_ids(self.tokenizer)
 
     def generate(self, prompts: list[list[int]], *, max_new_tokens: int = 256, temperature: float = 0.6,
-                 seed: int | None = None) -> list[Generation]:
+                 seed: int | None = None, json_schema: Any = None) -> list[Generation]:
         self._sync()
         rank = getattr(getattr(self.trainer, "accelerator", None), "process_index", 0)
+        schemas = schemas_for(json_schema, len(prompts))
         params = [self._params(n=1, temperature=max(0.0, float(temperature)), top_p=1.0, max_tokens=int(max_new_tokens),
-                               seed=s, logprobs=0, stop_token_ids=self.stop_ids, skip_special_tokens=False)
-                  for s in request_seeds(seed, len(prompts), rank)]
+                               seed=s, logprobs=0, stop_token_ids=self.stop_ids, skip_special_tokens=False,
+                               **guided_json(schema))
+                  for s, schema in zip(request_seeds(seed, len(prompts), rank), schemas)]
         outputs = self.llm.generate([{"prompt_token_ids": list(p)} for p in prompts], params, use_tqdm=False)
         gens = []
         for prompt, out in zip(prompts, outputs):
@@ -147,13 +147,19 @@ class TrainerVLLMServerBackend(_SyncMixin, Backend):
     collective, so ranks whose episodes need different numbers of turns cannot deadlock.
     Weights are pushed at fixed points on every rank (``trl_bridge.sync_generation_weights``
     after each optimizer step, followed by a barrier), so no rank samples from stale weights.
+    Params-mode proposals are decoded under their JSON schema by the server's structured
+    outputs (``generation_kwargs={"structured_outputs": {"json": schema}}``, one call per
+    distinct schema).
     """
 
     token_level = True
+    supports_json_schema = True
 
     def __init__(self, trainer: Any, *, name: str, max_model_len: int | None = None, client: Any = None) -> None:
+        from .trl_bridge import vllm_client
+
         self.trainer = trainer
-        self.client = client if client is not None else getattr(trainer.vllm_generation, "vllm_client", None)
+        self.client = client if client is not None else vllm_client(trainer)
         if self.client is None:  # not the main process: a client of our own, HTTP only
             from trl.generation.vllm_client import VLLMClient
 
@@ -167,7 +173,23 @@ class TrainerVLLMServerBackend(_SyncMixin, Backend):
         self.stop_ids = _stop_ids(self.tokenizer)
 
     def _serve(self, prompts: list[list[int]], max_new_tokens: int, temperature: float,
-               seed: int | None) -> list[tuple[list[int], list[float]]]:
+               seed: int | None, schemas: list[Any] | None = None) -> list[tuple[list[int], list[float]]]:
+        import json
+
+        schemas = schemas or [None] * len(prompts)
+        keyed: dict[str, list[int]] = {}
+        for i, schema in enumerate(schemas):
+            keyed.setdefault(json.dumps(schema, sort_keys=True), []).append(i)
+        out: list[Any] = [None] * len(prompts)
+        for g, rows in enumerate(keyed.values()):
+            sub = self._serve_one([prompts[i] for i in rows], max_new_tokens, temperature,
+                                  None if seed is None else (int(seed) + 7919 * g) % 2**31, schemas[rows[0]])
+            for i, res in zip(rows, sub):
+                out[i] = res
+        return out
+
+    def _serve_one(self, prompts: list[list[int]], max_new_tokens: int, temperature: float,
+                   seed: int | None, schema: Any) -> list[tuple[list[int], list[float]]]:
         order: dict[tuple[int, ...], list[int]] = {}
         for i, p in enumerate(prompts):
             order.setdefault(tuple(p), []).append(i)
@@ -177,6 +199,8 @@ class TrainerVLLMServerBackend(_SyncMixin, Backend):
         out: list[Any] = [None] * len(prompts)
         for call, (n, keys) in enumerate(sorted(by_n.items())):
             extra: dict[str, Any] = {"stop_token_ids": self.stop_ids, "skip_special_tokens": False}
+            if schema is not None:
+                extra["structured_outputs"] = {"json": schema, "disable_any_whitespace": True}
             if seed is not None:
                 extra["seed"] = (int(seed) + call) % 2**31
             res = self.client.generate(prompts=[list(k) for k in keys], n=n, temperature=max(temperature, 1e-5),
@@ -190,15 +214,16 @@ class TrainerVLLMServerBackend(_SyncMixin, Backend):
         return out
 
     def generate(self, prompts: list[list[int]], *, max_new_tokens: int = 256, temperature: float = 0.6,
-                 seed: int | None = None) -> list[Generation]:
+                 seed: int | None = None, json_schema: Any = None) -> list[Generation]:
         self._sync()
         prompts = [list(p) for p in prompts]
+        schemas = schemas_for(json_schema, len(prompts))
         if not prompts:
             return []
         rank = getattr(getattr(self.trainer, "accelerator", None), "process_index", 0)
         if seed is not None:  # ranks must not repeat each other's samples
             seed = (int(seed) + rank * 1_000_003) % 2**31
-        rows = self._serve(prompts, max_new_tokens, temperature, seed)
+        rows = self._serve(prompts, max_new_tokens, temperature, seed, schemas)
         return [_pack(self.tokenizer, self.stop_ids, p, ids, lps) for p, (ids, lps) in zip(prompts, rows)]
 
     def chat(self, conversations: list[list[dict]], *, tools: list[list[dict]] | None = None, **kw: Any) -> list[Generation]:

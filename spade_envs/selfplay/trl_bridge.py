@@ -16,7 +16,9 @@ subclasses), never by patching an instance:
   recounted, so they neither move the weights nor dilute the token normalisation; rows
   of a ``behaviour`` step (the designer's, several optimizer steps old) get their
   sampling-time logprobs as ``old_per_token_logps`` so the clipped ratio is
-  ``pi_now / pi_then`` (with vLLM, TRL's importance-sampling correction does this);
+  ``pi_now / pi_then`` on BOTH paths: with vLLM TRL would recompute the old logprobs under
+  the current weights (ratio 1, clipping never engaged), so there too the sampling-time
+  ones are kept and TRL's importance ratio (old / sampling) becomes its value, 1;
 - ``_get_per_token_logps_and_entropies``: with Prefix Sliding, a forward pre-hook swaps
   TRL's 2-D padding mask for the 4-D Prefix Sliding mask (and real-token positions);
   TRL keeps building labels from the 2-D mask.
@@ -95,10 +97,12 @@ class SelfPlayGRPOTrainer(GRPOTrainer):
         import torch
 
         out = super()._generate_and_score_completions(inputs)
-        if self.spade_behaviour and not self.use_vllm:
+        if self.spade_behaviour:  # ONE objective with and without vLLM: pi_now / pi_then, clipped
             sampled = out.get("sampling_per_token_logps")
             if sampled is not None:
                 out["old_per_token_logps"] = sampled.to(out["completion_ids"].device).float()
+                if out.get("importance_sampling_ratio") is not None:  # TRL's vLLM correction: old == sampling now
+                    out["importance_sampling_ratio"] = torch.ones_like(out["importance_sampling_ratio"])
         mask = out["completion_mask"]
         scored = all("reward" in x for x in inputs)  # the rollout's returns, merged into the rows by TRL
         keep = kept_rows([float(x.get("reward", 0.0)) for x in inputs], [bool(x.get("spade_inert")) for x in inputs],
@@ -141,6 +145,70 @@ class SelfPlayGRPOTrainer(GRPOTrainer):
             self._sliding_keep = None
 
 
+def prepare(trainer: Any, use_vllm: bool) -> None:
+    """Wrap model and optimizer as ``Trainer.train()`` does (the autocast forward; DDP or the
+    DeepSpeed engine with several processes) and set the fields TRL reads from them."""
+    wrapped, trainer.optimizer = trainer.accelerator.prepare(trainer.model, trainer.optimizer)
+    trainer.model_wrapped = wrapped
+    if trainer.is_deepspeed_enabled:
+        trainer.deepspeed = wrapped
+    if use_vllm:  # vLLM loaded the same weights from disk: in sync at step 0
+        mark_synced(trainer)
+
+
+def mark_synced(trainer: Any) -> None:
+    trainer._last_loaded_step = trainer.state.global_step
+
+
+def weights_stale(trainer: Any) -> bool:
+    """Whether the optimizer stepped since the last push to vLLM."""
+    return getattr(trainer, "_last_loaded_step", None) != trainer.state.global_step
+
+
+def vllm_engine(trainer: Any) -> Any:
+    """The colocated ``vllm.LLM`` TRL built inside the trainer."""
+    return trainer.vllm_generation.llm
+
+
+def vllm_client(trainer: Any) -> Any:
+    """TRL's ``VLLMClient`` of the main process (None on the other ranks)."""
+    return getattr(trainer.vllm_generation, "vllm_client", None)
+
+
+def push_dtype(trainer: Any) -> Any:
+    """The dtype weights travel in to a ``trl vllm-serve`` server: bf16 when the run computes
+    in bf16 (the server's weights are bf16: half the bytes of the fp32 masters), else as is."""
+    import torch
+
+    return torch.bfloat16 if bool(getattr(getattr(trainer, "args", None), "bf16", False)) else None
+
+
+def push_weights(trainer: Any) -> None:
+    """Send the current weights to vLLM. Colocated: TRL's ``sync_weights``. Server mode
+    with bf16 compute: the same walk as TRL's (``_iter_named_params``: a gather per
+    parameter under ZeRO-3, so every rank walks), each tensor cast to bf16 before the
+    broadcast, the metadata announced in bf16 too; then the server's prefix cache reset."""
+    vg = trainer.vllm_generation
+    dtype = push_dtype(trainer)
+    if getattr(vg, "mode", None) != "server" or dtype is None:
+        vg.sync_weights()
+        return
+
+    def cast() -> Any:
+        for name, param in vg._iter_named_params():
+            yield name, param.to(dtype)
+
+    meta = getattr(trainer, "_spade_push_meta", None)
+    if meta is None:
+        meta = trainer._spade_push_meta = [(n, str(p.dtype).removeprefix("torch."), list(p.shape)) for n, p in cast()]
+    if trainer.accelerator.is_main_process:
+        vg.vllm_client.update_named_params(meta, cast())
+        vg.vllm_client.reset_prefix_cache()
+    else:
+        for _ in cast():  # take part in the gather collectives
+            pass
+
+
 def sync_generation_weights(trainer: Any) -> None:
     """Push the current weights to vLLM (colocated engine or server) on EVERY rank: under
     ZeRO-3/FSDP gathering each parameter is a collective, so it happens only at fixed
@@ -148,17 +216,28 @@ def sync_generation_weights(trainer: Any) -> None:
     lazily inside generation, whose call count differs per rank."""
     if not getattr(trainer, "use_vllm", False):
         return
-    trainer.vllm_generation.sync_weights()
-    trainer._last_loaded_step = trainer.state.global_step
+    push_weights(trainer)
+    mark_synced(trainer)
     trainer.accelerator.wait_for_everyone()  # no rank generates before the server has the new weights
+
+
+def set_engine_accumulation(engine: Any, k: int) -> None:
+    """Make the DeepSpeed engine's ``gradient_accumulation_steps`` the ``k`` micro-batches
+    of this step (it was fixed from the GRPOConfig at init): its public
+    ``set_train_batch_size`` (micro-batch per rank x k x data-parallel ranks)."""
+    if int(engine.gradient_accumulation_steps()) != int(k):
+        engine.set_train_batch_size(int(engine.train_micro_batch_size_per_gpu()) * int(k) * int(engine.dp_world_size))
 
 
 def grpo_step(trainer: Any, rows: list[dict], group_size: int, *, micro_batch: int, max_grad_norm: float = 0.0,
               behaviour: bool = False) -> dict[str, Any]:
     """One GRPO optimizer step over ``rows`` (ALL ranks' rows, group-major); see the module
     docstring. Rows are padded with inert copies of the last group so that every rank holds
-    whole groups. Returns ``loss`` (summed over micro-batches), ``advantages`` (this rank's
-    rows), ``rows_filtered`` and TRL's logged metrics averaged."""
+    whole groups. Returns ``loss`` (this rank's, summed over micro-batches), ``advantages``
+    (ALL ranks' rows, the ``rows_padded`` inert copies included, advantage 0),
+    ``rows_filtered`` (all ranks), ``grad_norm`` (before clipping; DeepSpeed's own under
+    DeepSpeed) and TRL's logged metrics averaged. Under DeepSpeed the engine's
+    accumulation count is set to this step's ``k`` first (:func:`set_engine_accumulation`)."""
     import torch
     from accelerate.utils import DistributedType
 
@@ -178,6 +257,8 @@ def grpo_step(trainer: Any, rows: list[dict], group_size: int, *, micro_batch: i
     tr.spade_behaviour = bool(behaviour)
     deepspeed = acc.distributed_type == DistributedType.DEEPSPEED
     model = tr.model_wrapped
+    if deepspeed:
+        set_engine_accumulation(model, k)
     model.train()
     total = 0.0
     marker = torch.tensor(1)
@@ -196,13 +277,20 @@ def grpo_step(trainer: Any, rows: list[dict], group_size: int, *, micro_batch: i
         grad_norm = float(acc.clip_grad_norm_(model.parameters(), max_grad_norm))
     tr.optimizer.step()  # the accelerate wrapper makes it a no-op under DeepSpeed
     tr.optimizer.zero_grad(set_to_none=True)
+    if deepspeed:  # the engine clipped and stepped in the last backward: its norm (before clipping)
+        norm = model.get_global_grad_norm()
+        grad_norm = None if norm is None else float(norm)
     tr.state.global_step += 1
     sync_generation_weights(tr)
     logged = {key: fmean(v) for key, v in tr._metrics["train"].items() if v and isinstance(v[0], (int, float))}
     tr._metrics["train"].clear()
-    advantages = [a for b in (tr._buffered_inputs or []) for a in b["advantages"].flatten().tolist()]
+    from .dist import gather_rows
+
+    local_adv = [a for b in (tr._buffered_inputs or []) for a in b["advantages"].flatten().tolist()]
+    filtered = [int(getattr(tr, "spade_rows_filtered", 0))]
+    advantages = gather_rows(acc, local_adv)  # every rank's rows (a collective at this fixed point)
     return {"loss": total, "advantages": advantages, "micro_batches": k, "grad_norm": grad_norm,
-            "rows_filtered": getattr(tr, "spade_rows_filtered", 0), **logged}
+            "rows_padded": pad, "rows_filtered": sum(gather_rows(acc, filtered)), **logged}
 
 
 def teacher_forced_logps(trainer: Any, prompt_ids: list[int], completion_ids: list[int]) -> list[float]:
