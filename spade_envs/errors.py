@@ -10,7 +10,9 @@ The classes below are the shared ones; these live with the module whose idea the
 
 - ``spade_envs.parameters``: ``ParametersSchemaError`` (an ``EnvProgramError``: a bad
   ``PARAMETERS``), ``InvalidParametersError`` (kwargs outside the schema; a ``ValueError``);
-- ``spade_envs.schema_bounds``: ``SchemaDeadlineError`` (judging a schema overran its deadline);
+- ``spade_envs.schema_bounds``: ``SchemaDeadlineError`` (judging a schema overran its deadline),
+  ``SchemaJudgementError`` (a schema, or an instance under it, cannot be judged) and its
+  ``SchemaRefusedError`` (a schema handed to validation breaks a cap);
 - ``spade_envs.episode``: ``InvalidActionError`` (an action that is not text; a ``TypeError``);
 - ``spade_envs.gym_env``: ``EnvUnpicklingError`` (a pickle refused; an ``UnpicklingError``);
 - ``spade_envs.integrations.openenv_server``: ``NoEpisodeError`` (step before reset over HTTP);
