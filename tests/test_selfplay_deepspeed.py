@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.engines
 pytest.importorskip("deepspeed")
 torch = pytest.importorskip("torch")
 
