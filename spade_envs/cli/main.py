@@ -121,7 +121,32 @@ def _command(argv: list[str] | None) -> str | None:
     return next((a for a in args if not a.startswith("-")), None)
 
 
+#: commands that load TRL/accelerate, which import DeepSpeed where it is installed
+_TRAINING_COMMANDS = frozenset({"selfplay", "bench", "design"})
+
+
+def _deepspeed_logs_to_stderr(argv: list[str] | None) -> None:
+    """DeepSpeed's logger writes to the ``sys.stdout`` of its import (an accelerator
+    warning at import, info lines later): under ``--json`` stdout holds one JSON object,
+    so DeepSpeed is imported first with ``sys.stdout`` pointing at stderr."""
+    args = sys.argv[1:] if argv is None else argv
+    if "--json" not in args or not args or args[0] not in _TRAINING_COMMANDS or "deepspeed" in sys.modules:
+        return
+    import importlib.util
+
+    if importlib.util.find_spec("deepspeed") is None:
+        return
+    real, sys.stdout = sys.stdout, sys.stderr
+    try:
+        import deepspeed  # noqa: F401  (its handlers now hold stderr)
+    except Exception:  # a broken DeepSpeed install is the command's own error to report
+        pass
+    finally:
+        sys.stdout = real
+
+
 def main(argv: list[str] | None = None) -> int:
+    _deepspeed_logs_to_stderr(argv)
     try:
         rv = app(args=argv, standalone_mode=False)
         return rv if isinstance(rv, int) else 0  # typer.Exit(n) comes back as n here
