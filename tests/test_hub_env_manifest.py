@@ -11,23 +11,13 @@ import sys
 
 import pytest
 import yaml
-from hub_server import HubServer
+from hub_server import hub  # noqa: F401  (the local-Hub fixture)
 from registry_helpers import synthetic_source
 
 from spade_envs.registry import hub_sync
 from spade_envs.registry.catalog import seed_records
 from spade_envs.registry.hub_export import export
 from spade_envs.registry.store import Registry
-
-
-@pytest.fixture
-def hub(monkeypatch):
-    with HubServer() as server:
-        monkeypatch.setenv("HF_ENDPOINT", server.url)
-        monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
-        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-        monkeypatch.setenv("HF_TOKEN", "hf_test")
-        yield server
 
 
 def _check(doc: dict, generations: list[str]) -> None:

@@ -6,7 +6,7 @@ import json
 import os
 
 import pytest
-from hub_server import HubServer
+from hub_server import hub  # noqa: F401  (the local-Hub fixture)
 from registry_helpers import spade_home, synthetic_source  # noqa: F401
 
 from spade_envs.errors import RegistryError
@@ -14,16 +14,6 @@ from spade_envs.registry import hub_sync
 from spade_envs.registry.catalog import seed_records
 from spade_envs.registry.hub_export import export
 from spade_envs.registry.store import Registry
-
-
-@pytest.fixture
-def hub(monkeypatch):
-    with HubServer() as server:
-        monkeypatch.setenv("HF_ENDPOINT", server.url)
-        monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
-        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-        monkeypatch.setenv("HF_TOKEN", "hf_test")
-        yield server
 
 
 def _fill(reg: Registry) -> None:

@@ -7,22 +7,12 @@ import json
 import warnings
 
 import pytest
-from hub_server import HubServer
+from hub_server import hub  # noqa: F401  (the local-Hub fixture)
 from registry_helpers import playable_source, spade_home, synthetic_source  # noqa: F401
 
 from spade_envs.cli import registry_common
 from spade_envs.cli.main import main
 from spade_envs.registry.store import Registry
-
-
-@pytest.fixture
-def hub(monkeypatch):
-    with HubServer() as server:
-        monkeypatch.setenv("HF_ENDPOINT", server.url)
-        monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
-        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-        monkeypatch.setenv("HF_TOKEN", "hf_test")
-        yield server
 
 
 def _static_check(source: str, filename: str) -> dict:

@@ -14,7 +14,7 @@ import sqlite3
 
 import gymnasium as gym
 import pytest
-from hub_server import HubServer
+from hub_server import hub  # noqa: F401  (the local-Hub fixture)
 from registry_helpers import spade_home  # noqa: F401 - fixture
 
 from spade_envs.gym_env import SpadeEnv
@@ -126,16 +126,6 @@ def test_variant_params_reach_the_program_only(spade_home, probe):  # noqa: F811
 
 
 # -- a crafted Hub dataset, pulled through a local Hub server -------------------------------
-@pytest.fixture
-def hub(monkeypatch):
-    with HubServer() as server:
-        monkeypatch.setenv("HF_ENDPOINT", server.url)
-        monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
-        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-        monkeypatch.setenv("HF_TOKEN", "hf_test")
-        yield server
-
-
 def _publish_crafted(tmp_path, hub, probe: str) -> dict[str, str]:
     """Export a store holding the probe and one honest variant, then forge rows: variants
     whose params name SpadeEnv keywords, a variant of a missing parent, one whose source is
