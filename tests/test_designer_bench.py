@@ -88,6 +88,20 @@ def test_control_never_gets_the_true_rewards(bench):
 
 def test_frozen_agent_frozen_and_designer_moved(bench):
     assert weights_hash(bench["start"]) == bench["before"]["frozen"]
+    # the frozen model computes with its OWN weights: changing the trainer's leaves its output alone
+    import torch
+
+    trained_model = bench["arms"]["trained"].trainer.model
+    ids = torch.tensor([[1, 5, 9, 14]])
+    with torch.no_grad():
+        before = bench["start"](input_ids=ids).logits.clone()
+        saved = [p.detach().clone() for p in trained_model.parameters()]
+        for p in trained_model.parameters():
+            p.add_(1.0)
+        after = bench["start"](input_ids=ids).logits
+        for p, s in zip(trained_model.parameters(), saved):
+            p.copy_(s)
+    assert torch.equal(before, after)
     assert all(not p.requires_grad for p in bench["start"].parameters())
     trained = bench["arms"]["trained"].trainer
     assert weights_hash(trained.model) != bench["before"]["trained"]  # the hash does see a step

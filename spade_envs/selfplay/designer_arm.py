@@ -42,14 +42,30 @@ def weights_hash(model: Any) -> str:
     return h.hexdigest()
 
 
+def fresh_copy(model: Any) -> Any:
+    """A model of ``model``'s class and config holding a copy of its weights, in eval mode
+    and without gradients. Not ``copy.deepcopy``: TRL patches the policy's ``forward`` per
+    instance (its fused LM head), and a deep copy keeps that function, still bound to the
+    ORIGINAL model, so the "copy" would run the live, training weights."""
+    import torch
+
+    src = model.module if hasattr(model, "module") else model
+    param = next(src.parameters())
+    clone = type(src)(copy.deepcopy(src.config)).to(dtype=param.dtype, device=param.device)
+    with torch.no_grad():
+        clone.load_state_dict(src.state_dict())
+    clone.eval()
+    clone.requires_grad_(False)
+    return clone
+
+
 def frozen_agent(trainer: Any) -> tuple[Any, Any]:
     """``(agent, model)``: an ``LLMAgent`` over a frozen copy of ``trainer``'s current weights."""
     from ..agents.backend_transformers import TransformersBackend
     from ..agents.rollout import LLMAgent
 
     cfg = trainer.config
-    model = copy.deepcopy(trainer.model).eval()
-    model.requires_grad_(False)
+    model = fresh_copy(trainer.model)
     backend = TransformersBackend(f"frozen:{cfg.model}", model=model, tokenizer=trainer.tokenizer)
     agent = LLMAgent(backend, name=f"frozen:{cfg.model}", max_new_tokens=cfg.agent_max_new_tokens,
                      temperature=cfg.temperature, sandbox=cfg.sandbox_seeds)
