@@ -178,14 +178,6 @@ class PrefixSlidingCache(Cache):
         """Positions physically held by ``layer_idx``."""
         return self.layers[layer_idx].stored_length() if layer_idx < len(self.layers) else 0
 
-    def kv_bytes(self) -> int:
-        """Bytes held by all key and value tensors."""
-        total = 0
-        for layer in self.layers:
-            if layer.is_initialized:
-                total += layer.keys.nbytes + layer.values.nbytes
-        return total
-
     def attention_mask(
         self,
         query_length: int,
@@ -220,3 +212,9 @@ class PrefixSlidingCache(Cache):
             diag = kv_pos[None, :] == new[:, None]
             allowed = allowed | (diag[None, None] & ~allowed.any(-1, keepdim=True))
         return to_attention_dtype(allowed, dtype)
+
+
+def kv_bytes(cache: Any) -> int:
+    """Bytes held by the key and value tensors of a transformers ``Cache`` (this module's
+    :class:`PrefixSlidingCache` or a full ``DynamicCache``): what a cache costs in memory."""
+    return sum(layer.keys.nbytes + layer.values.nbytes for layer in cache.layers if layer.is_initialized)

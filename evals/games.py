@@ -326,13 +326,3 @@ def run_games(agent: str | Any, *, env_ids: Sequence[str] | None = None, limit: 
                 on_row(key, done[key])
     rows = [done[match_key(s)] for s in specs]
     return rows, summarize(rows), {"games": ids, "opponents": list(opponents), "episodes": episodes}
-
-
-def run_games_suite(agent_spec: str | Any, limit: int | None = None, **options: Any) -> dict[str, Any]:
-    """The ``spade eval --suite games --json`` object (DESIGN.md section 10 shape):
-    ``{"suite": "games", "agent", "summary", "entries": [{"id", "passed", ...}], ...}``."""
-    from .report import build_results
-
-    rows, summary, extra = run_games(agent_spec, limit=limit, **options)
-    name = agent_spec if isinstance(agent_spec, str) else getattr(agent_spec, "name", "backend")
-    return build_results("games", name, rows, summary, **extra)

@@ -298,42 +298,6 @@ class Registry(StoreReads):
             (seq, version, *values.values()),
         )
 
-    def import_rows(self, rows: Iterable[dict[str, Any]]) -> dict[str, int]:
-        """Insert rows that carry their own ``seq``/``version`` (a Hub pull), in one
-        transaction. Rows already present with the same sha256 are skipped; a row whose
-        id or source is stored differently is a conflict and nothing is written."""
-        counts = {"added": 0, "unchanged": 0, "seeds": 0}
-        added: list[EnvId] = []
-        with self.transaction() as conn:
-            for r in rows:
-                seq, version = int(r["seq"]), int(r["version"])
-                values = row_values(**{k: v for k, v in r.items() if k not in ("seq", "version")})
-                if seq < FIRST_STORE_SEQ:
-                    counts["seeds"] += 1  # the seed suite comes from the installed package
-                    continue
-                hit = conn.execute("SELECT sha256, params FROM envs WHERE seq = ? AND version = ?",
-                                   (seq, version)).fetchone()
-                if hit and (hit[0], hit[1]) == (values["sha256"], values["params"]):
-                    counts["unchanged"] += 1
-                    continue
-                if values["parent"] is None:
-                    other = conn.execute("SELECT seq, version FROM envs WHERE sha256 = ? AND parent IS NULL",
-                                         (values["sha256"],)).fetchone()
-                else:  # a variant: the same parent and kwargs is the same entry
-                    other = conn.execute("SELECT seq, version FROM envs WHERE parent = ? AND params = ?",
-                                         (values["parent"], values["params"])).fetchone()
-                if hit or other:
-                    where = EnvId(seq, version) if hit else EnvId(*other)
-                    raise RegistryError(
-                        f"conflict: {EnvId(seq, version)} differs from the local store ({where}); "
-                        "pull into a fresh SPADE_HOME or remove the local entry")
-                self._insert(conn, seq, version, values)
-                counts["added"] += 1
-                added.append(EnvId(seq, version))
-        self._sync_gym(added)
-        return counts
-
-    # -- sharing (merge on pull, publication, aliases, removal: see .sharing) ----------
     def remove(self, env_id: str | EnvId) -> list[EnvId]:
         """Delete a local, never-published entry (every version for an id without one)."""
         from .sharing import remove

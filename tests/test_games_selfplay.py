@@ -9,7 +9,7 @@ import pytest
 
 from spade_envs.agents import Backend, Generation
 from spade_envs.evals import games
-from spade_envs.evals.games import GameRunner, match_specs, run_games, run_games_suite, summarize
+from spade_envs.evals.games import GameRunner, match_specs, run_games, summarize
 from spade_envs.games import RandomPolicy, ScriptedPolicy, open_game
 
 MOVES = ["\\boxed{1 1}", "\\boxed{3}", "\\boxed{20}", "\\boxed{N}", "\\boxed{DIG}", "\\boxed{2 5}", "\\boxed{liar}",
@@ -89,7 +89,10 @@ def test_scripted_beats_random_and_reference_suite_shape():
             n += 1
         game.close()
     assert wins / n >= 0.8
-    results = run_games_suite("replay:reference", limit=3, episodes=2, opponents=("random", "scripted"))
+    from spade_envs.evals.report import build_results
+
+    rows, summary, extra = run_games("replay:reference", limit=3, episodes=2, opponents=("random", "scripted"))
+    results = build_results("games", "replay:reference", rows, summary, **extra)  # as `spade eval --suite games`
     assert results["suite"] == "games" and results["agent"] == "replay:reference"
     assert {"overall", "by_opponent", "by_game"} <= set(results["summary"])
     assert results["entries"] and all({"id", "passed", "outcome"} <= set(e) for e in results["entries"])

@@ -9,7 +9,7 @@ transformers = pytest.importorskip("transformers")
 
 from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM  # noqa: E402
 
-from spade_envs.agents.prefix_sliding import PrefixSlidingCache  # noqa: E402
+from spade_envs.agents.prefix_sliding import PrefixSlidingCache, kv_bytes  # noqa: E402
 from spade_envs.agents.prefix_sliding_mask import prefix_sliding_attention_mask  # noqa: E402
 from spade_envs.errors import AgentError  # noqa: E402
 
@@ -170,7 +170,7 @@ def test_mask_sizes_match_the_returned_kv_length():
     assert keys.shape[-2] == 6 and cache.stored_length() == 5  # 2 prefix + 3 window
     assert cache.layers[0].stored_positions().tolist() == [0, 1, 3, 4, 5]
     assert cache.get_seq_length() == 6
-    assert cache.kv_bytes() == 2 * 5 * 4 * 4
+    assert kv_bytes(cache) == 2 * 5 * 4 * 4
     cache.reset()
     assert cache.get_seq_length() == 0 and cache.stored_length() == 0
     keys, _ = cache.update(k, k, 0)

@@ -164,11 +164,13 @@ def test_export_columns_and_pull_roundtrip(reg, tmp_path):
     assert "lineage" in json.loads(vrow["metadata"])
     other = Registry.open(tmp_path / "other.sqlite3")
     try:
-        counts = other.import_rows(rows.values())
-        assert counts["added"] == 2
+        from spade_envs.registry.sharing import merge_rows
+
+        counts = merge_rows(other, rows.values(), repo="someone/envs", commit="c1")  # the Hub pull's merge
+        assert len(counts.added) == 2
         pulled = other.get(res.env_id)
         assert pulled.parent == str(parent.env_id) and pulled.params == reg.get(res.env_id).params
-        assert other.import_rows(rows.values())["unchanged"] == 2
+        assert merge_rows(other, rows.values(), repo="someone/envs", commit="c1").unchanged == 2
         # a later local variant with the same point is the pulled one
         assert other.add_variant(str(parent.env_id), {"n_terms": 2}).env_id == res.env_id
     finally:

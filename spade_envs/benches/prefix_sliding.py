@@ -62,10 +62,6 @@ def _fill(cache: Any, config: Any, length: int, generator: Any) -> None:
         cache.update(keys, values, layer_idx)
 
 
-def _kv_bytes(cache: Any) -> int:
-    return sum(layer.keys.nbytes + layer.values.nbytes for layer in cache.layers if layer.is_initialized)
-
-
 def _label(length: int) -> str:
     return f"{length // 1024}k" if length % 1024 == 0 else str(length)
 
@@ -76,7 +72,7 @@ def run(quick: bool = False) -> dict:
     import torch
     from transformers import DynamicCache
 
-    from spade_envs.agents.prefix_sliding import PrefixSlidingCache
+    from spade_envs.agents.prefix_sliding import PrefixSlidingCache, kv_bytes
 
     steps = 30 if quick else 200
     threads = int(os.environ.get("SPADE_BENCH_THREADS", "0") or 0)
@@ -117,7 +113,7 @@ def run(quick: bool = False) -> dict:
                         times[name].append(time.perf_counter() - begin)
             label = _label(length)
             speed = {name: 1.0 / statistics.median(ts) for name, ts in times.items()}
-            size = {name: _kv_bytes(cache) for name, cache in caches.items()}
+            size = {name: kv_bytes(cache) for name, cache in caches.items()}
             for name in caches:
                 figures[f"{name}_{label}_decode_tokens_per_s"] = round(speed[name], 2)
                 figures[f"{name}_{label}_kv_bytes"] = size[name]
