@@ -171,7 +171,7 @@ def test_seed_skills_and_games_choose_the_replay_seeds_and_params_parents():
     from spade_envs.registry.catalog import seed_records
     from spade_envs.selfplay.design_params import train_parents
     from spade_envs.selfplay.splits import is_heldout
-    from spade_envs.selfplay.trainer import train_seed_entries
+    from spade_envs.selfplay.replay_buffer import train_seed_entries
 
     skill = {str(r.env_id): r.skill for r in seed_records()}
     every = train_seed_entries(build_config("cpu-tiny"))

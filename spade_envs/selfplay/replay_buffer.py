@@ -16,9 +16,12 @@ import json
 import random
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .splits import is_heldout
+
+if TYPE_CHECKING:
+    from .config import SelfPlayConfig
 
 PROGRAM_KEY_PREFIX = "src:"  #: the key of an accepted program before registration: see :func:`program_key`
 
@@ -134,3 +137,23 @@ class ReplayBuffer:
     @classmethod
     def load(cls, path: str | Path) -> "ReplayBuffer":
         return cls.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def train_seed_entries(config: "SelfPlayConfig") -> list[ReplayEntry]:
+    """The replay entries the seed suite gives a run: the train split, without the games
+    unless ``seed_games``, of ``seed_skills`` only when set, at ``seed_levels``."""
+    from ..registry.catalog import seed_records
+    from .levels import levels_of
+
+    out = []
+    for rec in seed_records():
+        eid = str(rec.env_id)
+        if is_heldout(eid) or (not config.seed_games and "multi-agent" in (rec.skill or "")):
+            continue
+        if config.seed_skills is not None and rec.skill not in config.seed_skills:
+            continue
+        levels = levels_of(rec.source)
+        for kw in {"default": [{}], "easiest": levels[:1], "ladder": levels}[config.seed_levels]:
+            key = eid if not kw else f"{eid}@" + ",".join(f"{k}={v}" for k, v in sorted(kw.items()))
+            out.append(ReplayEntry(key=key, env_id=eid, skill=rec.skill, kwargs=dict(kw)))
+    return out

@@ -53,7 +53,7 @@ from . import dist
 from .config import SelfPlayConfig
 from .design import Proposal, ScriptedSeedVariants, SelfPlayDesigner
 from .registration import Registrar, RegistrationReport
-from .replay_buffer import ReplayBuffer, ReplayEntry, program_key
+from .replay_buffer import ReplayBuffer, ReplayEntry, program_key, train_seed_entries
 from .rewards import LedgerEntry, DesignerLedger, designer_scale, finalize_rewards, is_step_timeout, regret_estimate
 from .rollout import SelfPlayRollout, StoredCompletion, agent_prompt, designer_prompt
 from .round_record import AgentStats, DesignerStats, EnvOutcome, ProposalStats, RoundRecord, mean_or_none
@@ -64,26 +64,6 @@ if TYPE_CHECKING:
 
 PhaseFn = Callable[[str], None]
 MAX_KEPT_PLAYS = 256  #: plain/hinted returns kept per environment for its stored scores
-
-
-def train_seed_entries(config: SelfPlayConfig) -> list[ReplayEntry]:
-    """The replay entries the seed suite gives a run: the train split, without the games
-    unless ``seed_games``, of ``seed_skills`` only when set, at ``seed_levels``."""
-    from ..registry.catalog import seed_records
-    from .levels import levels_of
-
-    out = []
-    for rec in seed_records():
-        eid = str(rec.env_id)
-        if is_heldout(eid) or (not config.seed_games and "multi-agent" in (rec.skill or "")):
-            continue
-        if config.seed_skills is not None and rec.skill not in config.seed_skills:
-            continue
-        levels = levels_of(rec.source)
-        for kw in {"default": [{}], "easiest": levels[:1], "ladder": levels}[config.seed_levels]:
-            key = eid if not kw else f"{eid}@" + ",".join(f"{k}={v}" for k, v in sorted(kw.items()))
-            out.append(ReplayEntry(key=key, env_id=eid, skill=rec.skill, kwargs=dict(kw)))
-    return out
 
 
 class SelfPlayTrainer:
