@@ -29,7 +29,7 @@ def train_tasks(preset: str, tasks_per_env: int, group: int, max_turns: int,
                 levels: set[int] | None = None) -> list[tuple[int, str, Any]]:
     """(level, group key, PlayTask) for every train-split seed entry at ``levels`` (all when None)."""
     from spade_envs.agents import PlayTask
-    from spade_envs.selfplay.config import build_config
+    from spade_envs.selfplay.presets import build_config
     from spade_envs.selfplay.replay_buffer import train_seed_entries
 
     cfg = build_config(preset, seed_levels="ladder", tensorboard=False)

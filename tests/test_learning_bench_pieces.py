@@ -121,7 +121,8 @@ def test_round_shares_and_plot_lines(tmp_path) -> None:  # noqa: ANN001
 
 
 def test_designer_off_is_the_fixed_environment_baseline() -> None:
-    from spade_envs.selfplay.config import SelfPlayConfigError, build_config
+    from spade_envs.selfplay.config import SelfPlayConfigError
+    from spade_envs.selfplay.presets import build_config
 
     cfg = build_config("cpu-smol")
     off = cfg.replace(designer="off")

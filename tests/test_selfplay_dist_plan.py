@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from spade_envs.selfplay.config import preset
+from spade_envs.selfplay.presets import preset
 from spade_envs.selfplay.plan import PlanError, check_fits, plan
 
 

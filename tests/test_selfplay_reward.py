@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from spade_envs.selfplay.config import preset
+from spade_envs.selfplay.presets import preset
 from spade_envs.selfplay.replay_buffer import ReplayBuffer, ReplayEntry
 from spade_envs.selfplay.rewards import (LedgerEntry, DesignerLedger, agent_reward, finalize_rewards,
                                          spade_designer_scale)

@@ -8,7 +8,8 @@ import random
 import pytest
 
 from spade_envs.agents.api import Episode, PlayTask
-from spade_envs.selfplay.config import SelfPlayConfigError, build_config, preset
+from spade_envs.selfplay.config import SelfPlayConfigError
+from spade_envs.selfplay.presets import build_config, preset
 from spade_envs.selfplay.replay_buffer import ReplayBuffer, ReplayEntry
 from spade_envs.selfplay.rewards import LedgerEntry, DesignerLedger, agent_reward, group_advantages
 from spade_envs.selfplay.rollout import SelfPlayRollout, StoredCompletion, agent_prompt, designer_prompt, split_episode
@@ -136,7 +137,8 @@ def test_every_setting_declares_its_help_and_the_cli_lists_it(capsys):
     import dataclasses
 
     from spade_envs.cli.main import main
-    from spade_envs.selfplay.config import PRESETS, SelfPlayConfig, settings_help
+    from spade_envs.selfplay.config import SelfPlayConfig, settings_help
+    from spade_envs.selfplay.presets import PRESETS
 
     fields = dataclasses.fields(SelfPlayConfig)
     assert all(f.metadata.get("help") for f in fields), [f.name for f in fields if not f.metadata.get("help")]

@@ -89,7 +89,7 @@ def settings_epilog() -> str:
 
 
 def register(app: typer.Typer) -> None:
-    from ..selfplay.config import PRESETS
+    from ..selfplay.presets import PRESETS
 
     @app.command("selfplay", epilog=settings_epilog())
     def selfplay(
@@ -113,7 +113,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Regret-driven self-play: the designer proposes, the agent plays, both learn."""
         from ..errors import SpadeError
-        from ..selfplay.config import build_config
+        from ..selfplay.presets import build_config
         from .main import fail
 
         if config is not None and not config.is_file():

@@ -6,7 +6,8 @@ Light to import: torch/transformers/trl load when a trainer is built.
 
 from __future__ import annotations
 
-from .config import PRESETS, SelfPlayConfig, SelfPlayConfigError, build_config, preset
+from .config import SelfPlayConfig, SelfPlayConfigError
+from .presets import PRESETS, build_config, preset
 
 __all__ = ["PRESETS", "SelfPlayConfig", "SelfPlayConfigError", "build_config", "preset", "run"]
 

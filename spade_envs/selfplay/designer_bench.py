@@ -81,7 +81,7 @@ QUICK = BenchSettings(model="tiny-random", preset="cpu-tiny", steps=2, prompts=1
 
 def arm_config(s: BenchSettings, out_dir: Path, arm: str) -> Any:
     """The trainer config of one arm: identical for every arm but the folders."""
-    from .config import preset
+    from .presets import preset
 
     cfg = preset(s.preset)
     overrides = dict(model=s.model, params_share=1.0, designer_prompts=s.prompts, designer_group_size=s.group,

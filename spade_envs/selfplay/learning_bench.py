@@ -136,7 +136,7 @@ def run_learning_bench(*, out_dir: str | Path, model: str = "default", preset: s
     """Run the bench (module docstring); returns the ``bench learning`` JSON object."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # shared cores: do not spin
     from ..evals.stats import rate_summary
-    from .config import build_config
+    from .presets import build_config
     from .loop import _read_rows
 
     out = Path(out_dir)
