@@ -41,3 +41,14 @@ def test_cli_plan_prints_and_exits_by_fit(capsys):
     assert data["fits"] is False and data["optimizer_gb"] > 60
     assert main(["selfplay", "--preset", "gpu-4b", "--plan", "--gpu", "tpu:4"]) == 1
     assert "unknown GPU" in capsys.readouterr().err
+
+
+def test_plan_reports_the_colocated_kv_budget():
+    # spade: 0.3 of an H200 less 8 GB of bf16 weights, 147 456 B per token (36 layers x 8 KV
+    # heads x 128 x K,V x bf16), 32k tokens: 7.7 sequences against 16 x 16 plays over 8 ranks
+    pl = plan(preset("spade"), "h200:8")
+    assert round(pl.kv_sequences, 1) == 7.7 and pl.rows_per_rank == 32 and pl.preemption_bound
+    assert "preemption-bound" in pl.table() and pl.as_dict()["kv_sequences"] == 7.7
+    fewer = plan(preset("spade").replace(envs_per_round=2), "h200:8")  # 2 x 16 plays over 8 ranks: 4 rows
+    assert fewer.rows_per_rank == 4 and not fewer.preemption_bound and "preemption-bound" not in fewer.table()
+    assert plan(preset("gpu-30b"), "h200:8").kv_sequences is None  # server mode: no engine on these GPUs

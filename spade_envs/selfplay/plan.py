@@ -17,6 +17,12 @@ For one training device it adds up, in bytes (decimal GB in the table):
 - ``vllm``: colocated vLLM reserves ``vllm_gpu_memory_utilization`` of the device; in
   server mode the server runs on other GPUs (0 here).
 
+With vLLM colocated it also says how many sequences of the full context the engine's KV
+cache holds at once (``kv_sequences``: the reserve minus the bf16 weights, over
+``2 x layers x kv_heads x head_dim x 2`` bytes per token) against the rows one rank has
+in flight (``rows_per_rank``: the round's plays over the ranks); fewer is a run whose
+generation waits on preemption (vLLM swaps or recomputes sequences), reported, not refused.
+
 The sequence is the longest either role produces (``grpo.context_length``). A run that
 does not fit (total above 95 % of the device) is refused before anything loads. The
 figures are estimates for planning: ``benchmarks/gpu_selfplay.py`` compares one with a
@@ -42,9 +48,11 @@ GPUS = {"h200": 143_771 * 2**20, "h100": 81_559 * 2**20, "a100": 81_920 * 2**20,
 
 #: shapes of the models the GPU presets name (their config.json, for planning without the files)
 SHAPES: dict[str, dict[str, Any]] = {
-    "Qwen3-4B": dict(params=4.02e9, hidden=2560, layers=36, vocab=151_936, intermediate=9728),
-    "Qwen3-8B": dict(params=8.19e9, hidden=4096, layers=36, vocab=151_936, intermediate=12_288),
-    "Qwen3-30B-A3B": dict(params=30.5e9, hidden=2048, layers=48, vocab=151_936, intermediate=768 * 8),
+    "Qwen3-4B": dict(params=4.02e9, hidden=2560, layers=36, vocab=151_936, intermediate=9728, kv_heads=8, head_dim=128),
+    "Qwen3-8B": dict(params=8.19e9, hidden=4096, layers=36, vocab=151_936, intermediate=12_288, kv_heads=8,
+                     head_dim=128),
+    "Qwen3-30B-A3B": dict(params=30.5e9, hidden=2048, layers=48, vocab=151_936, intermediate=768 * 8, kv_heads=4,
+                          head_dim=128),
 }
 
 
@@ -59,6 +67,13 @@ class Plan:
     devices: int
     device_bytes: int
     parts: dict[str, float]  #: bytes per device
+    kv_sequences: float | None = None  #: full-context sequences colocated vLLM's KV cache holds (None: no engine here)
+    rows_per_rank: int = 0  #: generation rows one rank has in flight in a round
+    context: int = 0  #: the longest sequence (tokens)
+
+    @property
+    def preemption_bound(self) -> bool:
+        return self.kv_sequences is not None and self.kv_sequences < self.rows_per_rank
 
     @property
     def total(self) -> float:
@@ -71,7 +86,9 @@ class Plan:
     def as_dict(self) -> dict[str, Any]:
         return {"model": self.model, "gpu": self.gpu, "devices": self.devices, "fits": self.fits,
                 "device_gb": round(self.device_bytes / GB, 1), "total_gb": round(self.total / GB, 1),
-                **{f"{k}_gb": round(v / GB, 2) for k, v in self.parts.items()}}
+                **{f"{k}_gb": round(v / GB, 2) for k, v in self.parts.items()},
+                "kv_sequences": None if self.kv_sequences is None else round(self.kv_sequences, 1),
+                "rows_per_rank": self.rows_per_rank, "preemption_bound": self.preemption_bound}
 
     def table(self) -> str:
         rows = [(k, v) for k, v in self.parts.items()] + [("total", self.total)]
@@ -80,6 +97,11 @@ class Plan:
         lines += [f"  {k:<12} {v / GB:8.2f} GB" for k, v in rows]
         verdict = "fits" if self.fits else "does NOT fit"
         lines.append(f"  -> {verdict} ({self.total / self.device_bytes:.0%} of the device, limit {HEADROOM:.0%})")
+        if self.kv_sequences is not None:
+            lines.append(f"  vLLM KV cache: {self.kv_sequences:.1f} sequences of {self.context} tokens at once, "
+                         f"{self.rows_per_rank} rows per rank in a round"
+                         + (" -> preemption-bound (raise vllm_gpu_memory_utilization or lower max_context)"
+                            if self.preemption_bound else ""))
         return "\n".join(lines)
 
 
@@ -117,7 +139,7 @@ def model_shape(model: str) -> dict[str, Any]:
         attn = hidden * head_dim * (2 * heads + 2 * kv)
         emb = vocab * hidden * (1 if c.get("tie_word_embeddings") else 2)
         return dict(params=float(layers * (attn + ffn) + emb), hidden=hidden, layers=layers, vocab=vocab,
-                    intermediate=inter)
+                    intermediate=inter, kv_heads=kv, head_dim=head_dim)
     name = Path(model).name
     if name in SHAPES:
         return SHAPES[name]
@@ -145,7 +167,12 @@ def plan(config: SelfPlayConfig, gpu: str = "h200:1") -> Plan:
     parts = {"weights": weights, "gradients": 4 * p / shards, "optimizer": 8 * p / shards,
              "activations": float(activations), "logits": float(min(micro * seq, FUSED_TILE) * s["vocab"] * 12),
              "vllm": float(config.vllm_gpu_memory_utilization * device_bytes) if colocated else 0.0}
-    return Plan(config.model, name, devices, device_bytes, parts)
+    kv_seqs = None
+    if colocated:
+        per_token = 2 * s["layers"] * s["kv_heads"] * s["head_dim"] * 2  # K and V, bf16
+        kv_seqs = max(0.0, parts["vllm"] - 2 * p) / (per_token * seq)
+    rows = -(-int(config.envs_per_round) * int(config.agent_group_size) // devices)
+    return Plan(config.model, name, devices, device_bytes, parts, kv_seqs, rows, seq)
 
 
 def check_fits(config: SelfPlayConfig, gpu: str) -> Plan:
