@@ -69,20 +69,28 @@ def test_a_valid_program_passes_while_both_cores_are_busy():
         SLOW_RESET.replace("INNER", "2_000_000"), "probe.py")
     assert probe.accepted, probe.summary()
     inner = max(1_000_000, int(2_000_000 * 350 / max(_slowest_ms(probe), 1.0)))
-    source = SLOW_RESET.replace("INNER", str(inner))
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(3)]
-    try:
-        time.sleep(0.5)
-        report = AcceptancePipeline(AcceptanceConfig(step_deadline_s=0.5)).run(source, "slow.py")
-        factor = load.load_factor()
-    finally:
-        for hog in hogs:
-            hog.kill()
-            hog.wait()
-    assert report.accepted, report.summary()
+    seen = []
+    # the scheduler does not split the cores evenly every time: if the loaded call stayed
+    # under the nominal deadline (nothing was tested), grow the reset and judge again;
+    # every judgement made under load must accept the valid program
+    for _attempt in range(3):
+        source = SLOW_RESET.replace("INNER", str(inner))
+        hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(3)]
+        try:
+            time.sleep(0.5)
+            report = AcceptancePipeline(AcceptanceConfig(step_deadline_s=0.5)).run(source, "slow.py")
+            factor = load.load_factor()
+        finally:
+            for hog in hogs:
+                hog.kill()
+                hog.wait()
+        assert report.accepted, (report.summary(), factor, inner)
+        seen.append((factor, _slowest_ms(report), inner))
+        if factor > 1.0 and _slowest_ms(report) > 500:
+            break
+        inner = int(inner * 650 / max(_slowest_ms(report), 1.0))
     # loaded: a call took longer than the nominal deadline, and passed
-    assert factor > 1.0 and _slowest_ms(report) > 500, (factor, _slowest_ms(report), inner)
-
+    assert factor > 1.0 and _slowest_ms(report) > 500, seen
 
 def test_a_hanging_step_is_still_refused_under_load():
     pytest.importorskip("spade_envs.sandbox")
