@@ -45,7 +45,7 @@ from .hints import resolve_hint
 from .memory import DesignerMemory, MemoryEntry
 from .prompts import DEFAULT_MODES, MODES, SKILLS, build_prompt, prompt_hash, repair_messages
 from .regret import RegretEstimate, RewardMode
-from .acceptance import STAGES, replay_metadata
+from .acceptance import STAGES, StageVerdict, first_failure, replay_metadata, verdicts_json
 from .scoring import PlayBudget, score_sources, store_scores
 
 #: the designer's stages, in order (progress bars and the summary use these names)
@@ -102,22 +102,22 @@ class Attempt:
 
     round: int
     answer_chars: int
-    verdicts: list[dict[str, Any]]
+    verdicts: list[StageVerdict]
     seconds: float = 0.0
 
     @property
     def accepted(self) -> bool:
-        names = [v["name"] for v in self.verdicts]
-        return names == ["extract", *STAGES] and all(v["ok"] for v in self.verdicts)
+        names = [v.name for v in self.verdicts]
+        return names == [Stage.EXTRACT, *STAGES] and all(v.ok for v in self.verdicts)
 
     @property
     def rejected_at(self) -> str | None:
-        bad = next((v for v in self.verdicts if not v["ok"]), None)
-        return None if self.accepted else (bad["name"] if bad else "incomplete")
+        bad = self.failure
+        return None if self.accepted else str(bad.name if bad else Stage.INCOMPLETE)
 
     @property
-    def failure(self) -> dict[str, Any] | None:
-        return next((v for v in self.verdicts if not v["ok"]), None)
+    def failure(self) -> StageVerdict | None:
+        return first_failure(self.verdicts)
 
 
 @dataclass
@@ -163,7 +163,7 @@ class Candidate:
             "win_rate_hint": None if est is None else est.win_rate_hint,
             "win_rate_plain": None if est is None else est.win_rate_plain,
             "attempts": [{"round": a.round, "answer_chars": a.answer_chars, "rejected_at": a.rejected_at,
-                          "verdicts": a.verdicts} for a in self.attempts],
+                          "verdicts": verdicts_json(a.verdicts)} for a in self.attempts],
             "notes": self.notes,
         }
 
@@ -288,8 +288,8 @@ class EnvironmentDesigner(LazyDesignerDeps):
                 if attempt.accepted or answer is None:
                     continue
                 if round_no < cfg.max_repairs:
-                    bad = attempt.failure or {"name": "incomplete", "detail": "not every stage ran"}
-                    c.conversation = repair_messages(c.conversation, answer, bad["name"], bad["detail"])
+                    bad = attempt.failure or StageVerdict(Stage.INCOMPLETE, False, "not every stage ran")
+                    c.conversation = repair_messages(c.conversation, answer, str(bad.name), bad.detail)
                     still_open.append(c)
             open_ = still_open
             total_attempts += len(open_)
@@ -328,20 +328,17 @@ class EnvironmentDesigner(LazyDesignerDeps):
     def _evaluate(self, c: Candidate, answer: str | None, round_no: int, pipeline: AcceptancePipeline) -> Attempt:
         t0 = time.perf_counter()
         if answer is None:
-            verdicts = [{"name": "propose", "ok": False,
-                         "detail": f"the designer model failed: {getattr(self, '_backend_error', 'no answer')}"}]
+            verdicts = [StageVerdict(Stage.PROPOSE, False,
+                                     f"the designer model failed: {getattr(self, '_backend_error', 'no answer')}")]
             c.attempts.append(Attempt(round_no, 0, verdicts))
             return c.attempts[-1]
         code = extract_code(answer)
         if code is None:
-            verdicts = [{"name": "extract", "ok": False,
-                         "detail": f"no Python program in the answer ({len(answer)} characters)"}]
+            verdicts = [StageVerdict(Stage.EXTRACT, False, f"no Python program in the answer ({len(answer)} characters)")]
         else:
             c.source = code
             report = pipeline.run(code, filename=f"candidate_{c.index:03d}.py")
-            verdicts = [{"name": "extract", "ok": True, "detail": f"{len(code.splitlines())} lines of code"}]
-            verdicts += [{"name": s.name, "ok": s.ok, "detail": s.detail,
-                          **(replay_metadata(report) if s.name == Stage.SOLUTION_REPLAY else {})} for s in report.stages]
+            verdicts = [StageVerdict(Stage.EXTRACT, True, f"{len(code.splitlines())} lines of code"), *report.stages]
             if report.accepted:  # later candidates of this run must differ from it too
                 self.memory.novelty_index().add(f"candidate-{c.index}", code)
         c.attempts.append(Attempt(round_no, len(answer), verdicts, time.perf_counter() - t0))
@@ -364,7 +361,7 @@ class EnvironmentDesigner(LazyDesignerDeps):
                     reg, hint.source, filename=f"candidate_{c.index:03d}.py", runtime=self.runtime,
                     generation=generation, skill=c.skill,
                     designer_model=cfg.model, grounding_ref=c.document.ref, parent_ids=c.parents,
-                    acceptance=c.attempts[-1].verdicts,
+                    acceptance=verdicts_json(c.attempts[-1].verdicts),
                     metadata={"mode": c.mode, "prompt_hash": c.prompt_hash, "hint_origin": hint.origin,
                               "repairs": c.repairs, "designer_seed": cfg.seed,
                               "attempts": [a.rejected_at for a in c.attempts],

@@ -21,7 +21,8 @@ from typing import Any, Callable
 
 from ..errors import SpadeError
 from .lazy_deps import LazyDesignerDeps
-from .params_mode import MODE, NoParentsError, VariantMemory, VariantProposal, propose_variants, register_variants, score_variants
+from .params_mode import MODE, NoParentsError, VariantMemory, propose_variants, register_variants, score_variants
+from .proposal import Proposal
 
 ProgressFn = Callable[[str, int, int], None]
 STAGES = ("propose", "accept", "register", "score")
@@ -58,7 +59,7 @@ class ParamsConfig:
 @dataclass
 class ParamsRun:
     generation: int | None
-    proposals: list[VariantProposal]
+    proposals: list[Proposal]
     seconds: dict[str, float] = field(default_factory=dict)
     error: str | None = None
 
@@ -133,7 +134,7 @@ class ParamsDesigner(LazyDesignerDeps):
                 seconds["score"] = time.perf_counter() - t
         return ParamsRun(generation, props, seconds)
 
-    def _score(self, registered: list[VariantProposal]) -> None:
+    def _score(self, registered: list[Proposal]) -> None:
         from .scoring import PlayBudget, store_scores
 
         cfg = self.config

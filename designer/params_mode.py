@@ -29,64 +29,21 @@ prompt/completion token ids and sampling logprobs for the designer's GRPO step.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
-from ..errors import SpadeError
+from ..errors import SpadeError, Stage
+from .acceptance.verdicts import verdicts_json
 from .memory import MemoryEntry
 from .params_prompts import AnswerError, Offer, build_params_prompt, decoding_schema, parse_answer
 from .prompts import prompt_hash
+from .proposal import PARAMS_MODE, Proposal
 
-MODE = "params"
+MODE = PARAMS_MODE
 
 
 class NoParentsError(SpadeError):
     """No registry environment (of those asked for) declares ``PARAMETERS``."""
-
-
-@dataclass
-class VariantProposal:
-    """One proposed variant and what happened to it (see the module docstring)."""
-
-    cid: str
-    group: str  #: proposals of one prompt share a group (GRPO)
-    offers: list[str]  #: the parent ids the prompt offered
-    messages: list[dict[str, str]]
-    prompt_hash: str
-    prompt_ids: list[int]
-    completion_ids: list[int]
-    logprobs: list[float]
-    text: str
-    constrained: bool
-    parent: str | None = None  #: the chosen parent (full id)
-    kwargs: dict[str, Any] | None = None  #: as proposed
-    point: dict[str, Any] | None = None  #: the full, validated point
-    verdicts: list[dict[str, Any]] = field(default_factory=list)
-    rejected_at: str | None = None
-    env_id: str | None = None  #: once registered
-    new: bool | None = None
-    estimate: Any = None  #: a RegretEstimate once scored
-    hint_origin: str | None = None
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def valid(self) -> bool:
-        return self.point is not None and self.rejected_at is None and bool(self.verdicts)
-
-    def verdict(self, name: str, ok: bool, detail: str) -> None:
-        self.verdicts.append({"name": name, "ok": bool(ok), "detail": detail})
-        if not ok and self.rejected_at is None:
-            self.rejected_at = name
-
-    def to_json(self) -> dict[str, Any]:
-        est = self.estimate
-        return {"cid": self.cid, "group": self.group, "mode": MODE, "offers": self.offers, "parent": self.parent,
-                "kwargs": self.kwargs, "point": self.point, "text": self.text, "constrained": self.constrained,
-                "accepted": self.valid, "rejected_at": self.rejected_at, "env_id": self.env_id, "new": self.new,
-                "hint_origin": self.hint_origin, "regret": None if est is None else est.regret,
-                "win_rate_hint": None if est is None else est.win_rate_hint,
-                "win_rate_plain": None if est is None else est.win_rate_plain,
-                "verdicts": self.verdicts, "prompt_hash": self.prompt_hash, "notes": self.notes}
 
 
 def parametric_parents(registry: Any = None, only: list[str] | None = None) -> list[Any]:
@@ -193,7 +150,7 @@ def _chat(backend: Any, convs: list[list[dict]], schemas: list[dict], *, max_new
 def propose_variants(backend: Any, registry: Any, n: int, memory: VariantMemory | None = None,
                      rng: random.Random | None = None, *, group_size: int = 1, parents: list[str] | None = None,
                      parents_per_prompt: int = 1, max_new_tokens: int = 192, temperature: float = 0.8,
-                     acceptance: Any = None, runtime: Any = None, round_no: int = 0) -> list[VariantProposal]:
+                     acceptance: Any = None, runtime: Any = None, round_no: int = 0) -> list[Proposal]:
     """``n`` prompts x ``group_size`` completions of the params mode, each checked
     (parse, params, novelty, then acceptance at its point; module docstring). Nothing is
     registered. ``backend`` is an agents ``Backend``; ``registry`` a ``Registry`` (None:
@@ -221,10 +178,10 @@ def propose_variants(backend: Any, registry: Any, n: int, memory: VariantMemory 
                               seed=rng.randrange(2**31))
     out = []
     for (group, cid, offers, messages), gen in zip(meta, gens):
-        prop = VariantProposal(cid=cid, group=group, offers=[o.env_id for o in offers], messages=messages,
-                               prompt_hash=prompt_hash(messages), prompt_ids=list(gen.prompt_token_ids or []),
-                               completion_ids=list(gen.token_ids or []), logprobs=list(gen.logprobs or []),
-                               text=gen.text, constrained=constrained)
+        prop = Proposal(cid=cid, group=group, mode=MODE, offers=[o.env_id for o in offers], messages=messages,
+                        prompt_hash=prompt_hash(messages), prompt_ids=list(gen.prompt_token_ids or []),
+                        completion_ids=list(gen.token_ids or []), logprobs=list(gen.logprobs or []),
+                        text=gen.text, constrained=constrained)
         _check(prop, offers, records, registry)
         out.append(prop)
     _dedupe(out)
@@ -232,32 +189,32 @@ def propose_variants(backend: Any, registry: Any, n: int, memory: VariantMemory 
     return out
 
 
-def _check(prop: VariantProposal, offers: list[Offer], records: dict[str, Any], registry: Any) -> None:
+def _check(prop: Proposal, offers: list[Offer], records: dict[str, Any], registry: Any) -> None:
     from ..registry.variants import plan_variant
 
     try:
         offer, kwargs = parse_answer(prop.text, offers)
     except AnswerError as exc:
-        prop.verdict("parse", False, str(exc))
+        prop.verdict(Stage.PARSE, False, str(exc))
         return
-    prop.parent, prop.kwargs = offer.env_id, kwargs
-    prop.verdict("parse", True, f"variant of {offer.env_id} with {len(kwargs)} parameter(s)")
+    prop.parent, prop.kwargs, prop.doc_ref = offer.env_id, kwargs, offer.env_id
+    prop.verdict(Stage.PARSE, True, f"variant of {offer.env_id} with {len(kwargs)} parameter(s)")
     try:
         plan = plan_variant(registry, offer.env_id, kwargs)
     except SpadeError as exc:
-        prop.verdict("params", False, str(exc))
+        prop.verdict(Stage.PARAMS, False, str(exc))
         return
     prop.point = plan.params
-    prop.verdict("params", True, f"valid under the PARAMETERS of {offer.env_id}")
+    prop.verdict(Stage.PARAMS, True, f"valid under the PARAMETERS of {offer.env_id}")
     if plan.is_defaults:
-        prop.verdict("novelty", False, f"these are the defaults of {offer.env_id}: the variant would be the parent")
+        prop.verdict(Stage.NOVELTY, False, f"these are the defaults of {offer.env_id}: the variant would be the parent")
         return
     existing = registry.find_variant(offer.env_id, plan.params) if registry is not None else None
     if existing is not None:
-        prop.verdict("novelty", False, f"the same point is already registered as {existing}")
+        prop.verdict(Stage.NOVELTY, False, f"the same point is already registered as {existing}")
 
 
-def _dedupe(props: list[VariantProposal]) -> None:
+def _dedupe(props: list[Proposal]) -> None:
     import json
 
     seen: dict[tuple[str, str], str] = {}
@@ -266,13 +223,13 @@ def _dedupe(props: list[VariantProposal]) -> None:
             continue
         key = (prop.parent or "", json.dumps(prop.point, sort_keys=True))
         if key in seen:
-            prop.verdict("novelty", False, f"the same point as proposal {seen[key]} of this round")
+            prop.verdict(Stage.NOVELTY, False, f"the same point as proposal {seen[key]} of this round")
         else:
             seen[key] = prop.cid
-            prop.verdict("novelty", True, "a point not tried before")
+            prop.verdict(Stage.NOVELTY, True, "a point not tried before")
 
 
-def _accept(props: list[VariantProposal], records: dict[str, Any], acceptance: Any, runtime: Any) -> None:
+def _accept(props: list[Proposal], records: dict[str, Any], acceptance: Any, runtime: Any) -> None:
     from .acceptance import AcceptanceConfig, AcceptancePipeline
 
     base = acceptance or AcceptanceConfig()
@@ -281,13 +238,13 @@ def _accept(props: list[VariantProposal], records: dict[str, Any], acceptance: A
         config = replace(base, env_kwargs=dict(prop.point or {}), novelty_check=None)
         report = AcceptancePipeline(config, runtime=runtime).run(rec.source, f"{prop.cid}.py")
         for s in report.stages:
-            prop.verdict(s.name, s.ok, s.detail)
+            prop.record(s)
         if not report.accepted and prop.rejected_at is None:
-            prop.verdict("incomplete", False, "not every acceptance stage ran")
+            prop.verdict(Stage.INCOMPLETE, False, "not every acceptance stage ran")
 
 
-def score_variants(agent: Any, proposals: list[VariantProposal], config: Any = None, *, registry: Any = None,
-                   backend: Any = None, runtime: Any = None, seed: int = 0) -> list[VariantProposal]:
+def score_variants(agent: Any, proposals: list[Proposal], config: Any = None, *, registry: Any = None,
+                   backend: Any = None, runtime: Any = None, seed: int = 0) -> list[Proposal]:
     """Hinted and plain plays of every valid proposal at its point (:mod:`.scoring`);
     sets ``proposal.estimate`` and returns the scored proposals. The hint is the parent
     program's own ``hint()`` or one ``backend`` writes (:func:`.hints.resolve_hint`)."""
@@ -313,9 +270,9 @@ def score_variants(agent: Any, proposals: list[VariantProposal], config: Any = N
     return valid
 
 
-def register_variants(registry: Any, proposals: list[VariantProposal], *, generation: int,
+def register_variants(registry: Any, proposals: list[Proposal], *, generation: int,
                       designer_model: str | None = None, reward_mode: str = "regret", agent_name: str | None = None,
-                      memory: VariantMemory | None = None) -> list[VariantProposal]:
+                      memory: VariantMemory | None = None) -> list[Proposal]:
     """The one variant write path (:func:`spade_envs.registry.write.register_variant`) for
     every valid proposal, in ``generation``, with its verdicts, provenance and (when
     scored) its scores; returns the registered ones."""
@@ -333,7 +290,7 @@ def register_variants(registry: Any, proposals: list[VariantProposal], *, genera
             meta["scores"] = {**scores_metadata(est, reward_mode), "agent": agent_name}
         try:
             res = register_variant(
-                registry, p.parent, p.point, generation=generation, metadata=meta, acceptance=p.verdicts,
+                registry, p.parent, p.point, generation=generation, metadata=meta, acceptance=verdicts_json(p.verdicts),
                 designer_model=designer_model, regret=None if est is None else est.regret,
                 win_rate_hint=None if est is None else est.win_rate_hint,
                 win_rate_plain=None if est is None else est.win_rate_plain)

@@ -38,8 +38,9 @@ class SpadeError(Exception):
 
 
 class Stage(StrEnum):
-    """The acceptance stages (DESIGN.md section 6) by name: a verdict's ``name`` and an
-    :class:`EnvProgramError`'s ``stage`` (the stage a format problem belongs to). A str
+    """The acceptance stages (DESIGN.md section 6), and the designer's checks around them,
+    by name: a verdict's ``name`` and an :class:`EnvProgramError`'s ``stage`` (the stage
+    a format problem belongs to). A str
     enum: each member equals, formats and serializes as its value (``"size_syntax"``).
     Their order in a pipeline is the acceptance package's stage lists, not this one."""
 
@@ -58,6 +59,14 @@ class Stage(StrEnum):
     SCRIPTED_PLAY = "scripted_play"  #: games
     INFORMATION = "information"  #: games
     PARAMETERS = "parameters"  #: programs that declare PARAMETERS
+    # the designer's own checks, before (and around) the pipeline: a proposal's verdicts
+    # start with these (``extract``/``parse`` then the pipeline's, or one failed ``propose``)
+    PROPOSE = "propose"  #: the designer model gave an answer at all
+    EXTRACT = "extract"  #: code mode: a Python program was found in the answer
+    PARSE = "parse"  #: params mode: the answer names an offered parent and a JSON object of knobs
+    PARAMS = "params"  #: params mode: the point is valid under the parent's PARAMETERS
+    INCOMPLETE = "incomplete"  #: not every stage the pipeline expected ran
+    INTERNAL = "internal"  #: the judge itself failed (a bug or a lost worker, not the program)
 
     @classmethod
     def named(cls, value: object) -> Stage | None:

@@ -38,7 +38,7 @@ def test_garbage_is_rejected_at_extract_and_repairs_are_bounded(reg):
     run = _designer(reg, backend, max_repairs=2).run()
     (c,) = run.candidates
     assert not c.accepted and c.rejected_at == "extract" and len(c.attempts) == 3
-    assert all(a.verdicts == [{"name": "extract", "ok": False, "detail": a.verdicts[0]["detail"]}] for a in c.attempts)
+    assert all([(v.name, v.ok) for v in a.verdicts] == [("extract", False)] for a in c.attempts)
     assert len(backend.calls) == 3  # one per round, never more
     assert "No Python program" in backend.calls[1][0][-1]["content"]
     assert run.generation is None and c.env_id is None
@@ -54,9 +54,10 @@ def test_broken_then_fixed_after_the_repair_prompt_is_registered_with_provenance
     (c,) = run.candidates
     # honest verdicts: first attempt fails at syntax, the repair prompt shows it, the second passes all
     assert [a.rejected_at for a in c.attempts] == ["size_syntax", None]
-    assert c.attempts[0].verdicts[0] == {"name": "extract", "ok": True, "detail": "34 lines of code"}
+    assert (c.attempts[0].verdicts[0].name, c.attempts[0].verdicts[0].ok) == ("extract", True)
+    assert c.attempts[0].verdicts[0].detail == "34 lines of code"
     assert "syntax error" in backend.calls[1][0][-1]["content"]
-    assert [v["name"] for v in c.attempts[1].verdicts][-1] == "novelty"
+    assert [v.name for v in c.attempts[1].verdicts][-1] == "novelty"
     assert len(backend.calls) == 3  # two designer rounds + the hint prompt (no hint() in the program)
     # registered as a NEW generation with full provenance
     assert run.generation == 2 and c.new and c.env_id
@@ -100,8 +101,8 @@ def test_renamed_seed_is_rejected_as_duplicate_and_valid_one_accepted(reg):
     dup, ok = run.candidates
     assert dup.rejected_at == "novelty" and len(dup.attempts) == 2
     nov = dup.attempts[0].verdicts[-1]
-    assert nov["name"] == "novelty" and not nov["ok"] and seed.env_id.base in nov["detail"]
-    assert all(v["ok"] for v in dup.attempts[0].verdicts[:-1])  # valid program, only not novel
+    assert nov.name == "novelty" and not nov.ok and seed.env_id.base in nov.detail
+    assert all(v.ok for v in dup.attempts[0].verdicts[:-1])  # valid program, only not novel
     assert ok.accepted and ok.env_id
     assert run.summary()["rejected"] == {"novelty": 1}
 
@@ -111,7 +112,7 @@ def test_same_program_twice_in_one_run_is_caught(reg):
     run = _designer(reg, backend, n=2, max_repairs=0, score=False).run()
     a, b = run.candidates
     assert a.accepted and not b.accepted and b.rejected_at == "novelty"
-    assert "candidate-0" in b.attempts[0].verdicts[-1]["detail"]
+    assert "candidate-0" in b.attempts[0].verdicts[-1].detail
     assert a.estimate is None and reg.get(a.env_id).metadata["regret"] is None
 
 
@@ -123,7 +124,7 @@ def test_backend_failure_is_a_propose_verdict(reg):
     run = _designer(reg, Failing(["x"]), max_repairs=3).run()
     (c,) = run.candidates
     assert c.rejected_at == "propose" and len(c.attempts) == 1
-    assert "server unreachable" in c.attempts[0].verdicts[0]["detail"]
+    assert "server unreachable" in c.attempts[0].verdicts[0].detail
 
 
 def test_memory_examples_become_parents_and_a_second_run_sees_the_first(reg):

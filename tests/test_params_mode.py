@@ -8,8 +8,10 @@ import random
 import pytest
 
 from spade_envs.agents.api import Backend, Generation
+from spade_envs.designer.acceptance import StageVerdict
 from spade_envs.designer.params_mode import VariantMemory, propose_variants, register_variants, score_variants
 from spade_envs.designer.params_prompts import decoding_schema, parse_answer
+from spade_envs.designer.proposal import Proposal
 from spade_envs.registry.store import Registry
 
 from designer_fakes import ScriptedAgent
@@ -65,9 +67,13 @@ def test_scripted_proposals_get_named_verdicts(reg):
                    ("parse", False)]
     good = props[0]
     assert good.point == {"n_terms": 5, "max_value": 300, "max_turns": 2} and good.parent == pid
-    names = [v["name"] for v in good.verdicts]
+    names = [v.name for v in good.verdicts]
     assert names[:3] == ["parse", "params", "novelty"] and "solution_replay" in names and names[-1] == "parameters"
-    assert "n_terms" in props[1].verdicts[-1]["detail"]
+    # one proposal type, typed verdicts in memory, the stored shape only in JSON
+    assert all(type(p) is Proposal and all(type(v) is StageVerdict for v in p.verdicts) for p in props)
+    stored = json.loads(json.dumps(good.to_json()))["verdicts"]
+    assert [v["name"] for v in stored] == [str(n) for n in names] and all(v["ok"] for v in stored)
+    assert "n_terms" in props[1].verdicts[-1].detail
     assert good.prompt_ids == [7, 8] and good.completion_ids == [1, 2, 3] and good.logprobs == [-0.5, -0.1, -0.2]
     assert not good.constrained and backend.schemas == [None]
     prompt = backend.seen[0][1]["content"]
@@ -81,7 +87,7 @@ def test_acceptance_runs_at_the_point(reg):
     pid = str(reg.add(broken).env_id)
     props = propose_variants(JsonScript([_ans(pid, max_turns=5)]), reg, 1, parents=[pid])
     assert props[0].rejected_at not in (None, "parse", "params", "novelty")
-    assert any("ZeroDivision" in v["detail"] for v in props[0].verdicts)
+    assert any("ZeroDivision" in v.detail for v in props[0].verdicts)
 
 
 def test_memory_of_past_variants_reaches_the_prompt(reg):
@@ -92,7 +98,7 @@ def test_memory_of_past_variants_reaches_the_prompt(reg):
     props = propose_variants(backend, reg, 1, parents=[pid])
     prompt = backend.seen[0][1]["content"]
     assert '"max_value": 999' in prompt and "too hard" in prompt
-    assert props[0].rejected_at == "novelty" and str(v.env_id) in props[0].verdicts[-1]["detail"]
+    assert props[0].rejected_at == "novelty" and str(v.env_id) in props[0].verdicts[-1].detail
 
 
 def test_constrained_backend_gets_the_schema(reg):

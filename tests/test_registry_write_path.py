@@ -107,11 +107,11 @@ def test_designer_registration_stores_tool_specs(reg):
 
 
 def test_selfplay_registration_stores_tool_specs(reg):
-    from spade_envs.selfplay.design import Proposal
+    from spade_envs.designer.proposal import Proposal
     from spade_envs.selfplay.registration import Registrar
 
     registrar = Registrar(reg, designer_model="fake")
-    p = Proposal("c1", "r0-p0", "api orchestration", "tool", "doc", [], [], [], "")
+    p = Proposal("c1", "r0-p0", "tool", [], [], [], "", skill="api orchestration", doc_ref="doc")
     source = _tool_source("SelfPlay")
     registrar.add_pending(p, "pending:c1", source, "program", 0)
     report = registrar.register(0, {})
@@ -127,7 +127,10 @@ def test_every_variant_goes_through_the_one_variant_write_path(reg, monkeypatch)
     """Self-play's params mode and ``spade design --mode params`` both register variants
     with ``registry.write.register_variant``."""
     import spade_envs.registry.write as write
-    from spade_envs.designer.params_mode import VariantProposal, register_variants
+    from spade_envs.designer.acceptance import StageVerdict
+    from spade_envs.designer.params_mode import register_variants
+    from spade_envs.designer.proposal import Proposal
+    from spade_envs.errors import Stage
     from spade_envs.selfplay.registration import Registrar
 
     calls = []
@@ -142,11 +145,11 @@ def test_every_variant_goes_through_the_one_variant_write_path(reg, monkeypatch)
 
     pid = str(reg.add(SUM_SOURCE).env_id)
     eid, new = Registrar(reg, designer_model="fake").register_variant(
-        pid, {"n_terms": 5}, round_no=0, cid="c1", acceptance=[{"name": "static", "ok": True, "detail": ""}])
+        pid, {"n_terms": 5}, round_no=0, cid="c1", acceptance=[StageVerdict(Stage.PARAMS, True, "")])
     assert new and reg.get(eid).parent == pid
-    prop = VariantProposal(cid="c2", group="g", offers=[pid], messages=[], prompt_hash="h", prompt_ids=[],
-                           completion_ids=[], logprobs=[], text="{}", constrained=False, parent=pid,
-                           point={"n_terms": 6}, verdicts=[{"name": "static", "ok": True, "detail": ""}])
+    prop = Proposal(cid="c2", group="g", mode="params", offers=[pid], messages=[], prompt_hash="h", prompt_ids=[],
+                    completion_ids=[], logprobs=[], text="{}", constrained=False, parent=pid,
+                    point={"n_terms": 6}, verdicts=[StageVerdict(Stage.PARAMS, True, "")])
     assert register_variants(reg, [prop], generation=1)[0].new
     assert [c[0] for c in calls] == [pid, pid] and [c[2] for c in calls] == ["params", "params"]
 

@@ -7,7 +7,10 @@ Acceptance never raises because of the candidate: every problem is a failed verd
 
 Entry points (what the CLI, the registry, the designer and self-play call):
 :func:`validate_source`, :class:`AcceptancePipeline` (``run``, ``run_many``),
-:class:`AcceptanceConfig`, :func:`sandbox_runtime`, :class:`AcceptanceReport`.
+:class:`AcceptanceConfig`, :func:`sandbox_runtime`, :class:`AcceptanceReport`. Every
+verdict in memory, the designer's own checks included (``propose``, ``extract``,
+``parse``, ``params``), is a :class:`StageVerdict`; :func:`verdicts_json` is the stored
+shape (what a registry entry's ``acceptance`` holds).
 
 Where things are: the stage lists :data:`SINGLE_PLAYER_CHECKS` (:mod:`.single_player_stages`)
 and :data:`GAME_CHECKS` (:mod:`.game_stages`), their names :data:`STAGES` and
@@ -26,7 +29,7 @@ from .game_stages import GAME_CHECKS, GAME_STAGES
 from .pipeline import AcceptancePipeline, StagePipeline, validate_source
 from .runner import StageCheck, sandbox_runtime
 from .single_player_stages import SINGLE_PLAYER_CHECKS, STAGES
-from .verdicts import NO_REFERENCE, AcceptanceReport, StageVerdict, replay_metadata
+from .verdicts import NO_REFERENCE, AcceptanceReport, StageVerdict, first_failure, replay_metadata, verdicts_json
 
 __all__ = [
     "GAME_CHECKS",
@@ -42,7 +45,9 @@ __all__ = [
     "StageCheck",
     "StagePipeline",
     "StageVerdict",
+    "first_failure",
     "replay_metadata",
     "sandbox_runtime",
     "validate_source",
+    "verdicts_json",
 ]

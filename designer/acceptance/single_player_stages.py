@@ -283,7 +283,7 @@ class SolutionReplay(StageCheck):
         return f"solution wins on seeds {seeds}{how} (terminal rewards {outcome.rewards})"
 
     def verdict(self, ctx: SingleContext, verdict: StageVerdict) -> StageVerdict:
-        return replace(verdict, verified=ctx.verified and not ctx.no_solution)
+        return replace(verdict, verified=ctx.verified and not ctx.no_solution, solution_form=ctx.solution_form)
 
 
 class Garbage(StageCheck):

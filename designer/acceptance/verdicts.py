@@ -35,13 +35,28 @@ class StageVerdict:
     seconds: float = 0.0
     #: ``solution_replay`` only: whether a win was replayed (False: accepted unverified)
     verified: bool | None = None
+    #: ``solution_replay`` only: which reading of solution() won (0: the primary one)
+    solution_form: int = 0
 
     def to_json(self) -> dict[str, Any]:
+        """The stored shape (a registry entry's ``acceptance``, ``--json`` output)."""
         out: dict[str, Any] = {"name": str(self.name), "ok": self.ok, "detail": self.detail,
                                "seconds": round(self.seconds, 6)}
         if self.verified is not None:
             out["verified"] = self.verified
+        if self.solution_form:
+            out["solution_form"] = int(self.solution_form)
         return out
+
+
+def first_failure(verdicts: "list[StageVerdict]") -> StageVerdict | None:
+    """The first verdict that is not ok (None when all are)."""
+    return next((v for v in verdicts if not v.ok), None)
+
+
+def verdicts_json(verdicts: "list[StageVerdict]") -> list[dict[str, Any]]:
+    """``verdicts`` in the stored shape (:meth:`StageVerdict.to_json` of each)."""
+    return [v.to_json() for v in verdicts]
 
 
 @dataclass
@@ -111,13 +126,17 @@ class AcceptanceReport:
         return f"rejected at {bad.name}: {bad.detail}"
 
 
-def replay_metadata(report: "AcceptanceReport | list[dict[str, Any]]") -> dict[str, Any]:
+def replay_metadata(report: "AcceptanceReport | list[StageVerdict] | list[dict[str, Any]]") -> dict[str, Any]:
     """What an accepted report adds to a registry entry's metadata: ``verified: False`` for
     a program without solution(), ``solution_form`` when the win needed an alternate
-    reading. Takes a report, or stored verdict dicts (whose ``solution_replay`` entry may
-    carry ``verified``/``solution_form`` keys)."""
+    reading. Takes a report, its verdicts, or stored verdict dicts (whose
+    ``solution_replay`` entry may carry ``verified``/``solution_form`` keys)."""
     if isinstance(report, AcceptanceReport):
         verified, form = report.verified, report.solution_form
+    elif any(isinstance(v, StageVerdict) for v in report):
+        replay = next((v for v in report if isinstance(v, StageVerdict) and v.name == Stage.SOLUTION_REPLAY), None)
+        verified = True if replay is None or replay.verified is None else replay.verified
+        form = 0 if replay is None else replay.solution_form
     else:
         replay = next((v for v in report if isinstance(v, dict) and v.get("name") == Stage.SOLUTION_REPLAY), {})
         verified, form = replay.get("verified", True), replay.get("solution_form", 0)

@@ -78,7 +78,7 @@ def _print_summary(run: Any) -> None:
     for c in run.candidates:
         bad = c.attempts[-1].failure if c.attempts else None
         result = "[green]accepted[/green]" if c.accepted else (
-            f"[red]{c.rejected_at}[/red]: {escape((bad or {}).get('detail', '')[:120])}")
+            f"[red]{c.rejected_at}[/red]: {escape((bad.detail if bad else '')[:120])}")
         cands.add_row(str(c.index), c.skill, c.mode, escape(c.document.ref), result, str(c.repairs),
                       c.env_id or "-", fmt(c.estimate.regret) if c.estimate else "-")
     console.print(cands)
@@ -208,9 +208,9 @@ def _print_params_summary(run: Any) -> None:
         whole = col in ("parent", "env id")  # ids are never cut or folded
         cands.add_column(col, overflow="fold", no_wrap=whole, min_width=18 if whole else None)
     for p in run.proposals:
-        bad = next((v for v in p.verdicts if not v["ok"]), None)
+        bad = next((v for v in p.verdicts if not v.ok), None)
         result = "[green]accepted[/green]" if p.valid else (
-            f"[red]{p.rejected_at}[/red]: {escape((bad or {}).get('detail', '')[:120])}")
+            f"[red]{p.rejected_at}[/red]: {escape((bad.detail if bad else '')[:120])}")
         point = json.dumps(p.point if p.point is not None else p.kwargs, sort_keys=True) if (p.point or p.kwargs) else escape(p.text[:60])
         cands.add_row(p.cid, p.parent or "-", escape(point), result, p.env_id or "-",
                       fmt(p.estimate.regret) if p.estimate is not None else "-")

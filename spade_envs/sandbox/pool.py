@@ -243,7 +243,7 @@ class WorkerPool:
             replies[worker] = []
             lost[worker] = None
             if not worker.alive:  # killed by another thread (its session was closed) meanwhile
-                lost[worker] = Lost("crash", 0, "the worker process was ended")
+                lost[worker] = Lost(FailureKind.CRASH, 0, "the worker process was ended")
                 continue
             if worker.reader.buf or _has_data(worker.rep_r):
                 lost[worker] = self._lost(worker, FailureKind.CRASH, 0, "the worker sent data nobody asked for")

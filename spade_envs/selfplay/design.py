@@ -17,35 +17,12 @@ from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..agents.api import Backend, Generation
-
-
-@dataclass
-class Proposal:
-    cid: str
-    group: str
-    skill: str
-    mode: str
-    doc_ref: str
-    prompt_ids: list[int]
-    completion_ids: list[int]
-    logprobs: list[float]
-    text: str
-    source: str | None = None
-    verdicts: list[dict] = field(default_factory=list)
-    rejected_at: str | None = None
-    parent_ids: list[str] = field(default_factory=list)
-    novelty: float | None = None  #: 1 - max(code, text) similarity to the memory
-    env_id: str | None = None  #: params mode: the registered variant's id (registered when accepted)
-    parent: str | None = None  #: params mode: the parent environment
-    params: dict | None = None  #: params mode: the variant's kwargs
-
-    @property
-    def valid(self) -> bool:
-        return self.source is not None and self.rejected_at is None
+from ..designer.acceptance.verdicts import StageVerdict
+from ..designer.proposal import Proposal
+from ..errors import Stage
 
 
 def fallback_prompt(mode: str, skill: str, doc_text: str) -> list[dict]:
@@ -188,12 +165,11 @@ class SelfPlayDesigner:
                                  seed=rng.randrange(2**31))
         out = []
         for (group, cid, skill, mode, ref, parents), gen in zip(meta, gens):
-            prop = Proposal(cid, group, skill, mode, ref, list(gen.prompt_token_ids), list(gen.token_ids),
-                            list(gen.logprobs), gen.text, parent_ids=parents)
+            prop = Proposal(cid, group, mode, list(gen.prompt_token_ids), list(gen.token_ids), list(gen.logprobs),
+                            gen.text, skill=skill, doc_ref=ref, parent_ids=parents)
             prop.source = extract_code(gen.text)
             if prop.source is None:
-                prop.rejected_at = "extract"
-                prop.verdicts = [{"name": "extract", "ok": False, "detail": "no Python program in the answer"}]
+                prop.verdict(Stage.EXTRACT, False, "no Python program in the answer")
             out.append(prop)
         self._accept([p for p in out if p.source is not None])
         return out
@@ -214,7 +190,7 @@ class SelfPlayDesigner:
             if rejected_at is None and index is not None and not dist.is_main(acc):
                 index.add(prop.cid, prop.source)  # the main process added it while judging
 
-    def _judge(self, props: list[Proposal], index: Any) -> list[tuple[float | None, list[dict], str | None]]:
+    def _judge(self, props: list[Proposal], index: Any) -> list[tuple[float | None, list[StageVerdict], str | None]]:
         from ..designer.acceptance import AcceptanceConfig, AcceptancePipeline
 
         cfg = self.config
@@ -228,9 +204,8 @@ class SelfPlayDesigner:
                 _, code_sim, text_sim = index.nearest(prop.source)
                 novelty = 1.0 - max(code_sim, text_sim)
             report = pipeline.run(prop.source, filename=f"{prop.cid}.py")
-            stages = [{"name": "extract", "ok": True, "detail": "code found"}] + \
-                [{"name": s.name, "ok": s.ok, "detail": s.detail} for s in report.stages]
-            out.append((novelty, stages, None if report.accepted else report.rejected_at))
+            stages = [StageVerdict(Stage.EXTRACT, True, "code found"), *report.stages]
+            out.append((novelty, stages, None if report.accepted else str(report.rejected_at)))
             if report.accepted and index is not None:
                 index.add(prop.cid, prop.source)  # later candidates must differ from it too
         return out

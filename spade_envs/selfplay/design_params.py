@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING, Any, Callable
 
-from .design import Proposal
+from ..designer.proposal import Proposal
 from .splits import is_heldout
 
 if TYPE_CHECKING:
@@ -67,20 +67,16 @@ def propose_params(designer: "SelfPlayDesigner", memory: Any, rng: random.Random
     # so every rank registers the same variants (each registration is a collective)
     raw = dist.from_main(designer.acc, raw)
     skills = {str(r.env_id): r.skill for r in seed_records()}
-    out: list[Proposal] = []
-    for v in raw:
-        skill = skills.get(v.parent or "") or "unknown"
-        if v.parent and v.parent not in skills:
+    for prop in raw:
+        skill = skills.get(prop.parent or "") or "unknown"
+        if prop.parent and prop.parent not in skills:
             try:
-                skill = registry.get(v.parent).skill or skill
+                skill = registry.get(prop.parent).skill or skill
             except Exception:
                 pass
-        prop = Proposal(v.cid, v.group, skill, "params", v.parent or "", list(v.prompt_ids), list(v.completion_ids),
-                        list(v.logprobs), v.text, verdicts=list(v.verdicts), rejected_at=v.rejected_at,
-                        parent=v.parent, params=v.point)
-        if v.valid:
-            eid, _new = register_variant(v.parent, v.point, round_no=round_no, cid=v.cid,
-                                         acceptance=list(v.verdicts))
-            prop.env_id, prop.source = eid, f"variant:{eid}"
-        out.append(prop)
-    return out
+        prop.skill = skill
+        if prop.valid:
+            prop.env_id, prop.new = register_variant(prop.parent, prop.point, round_no=round_no, cid=prop.cid,
+                                                     acceptance=prop.verdicts)
+            prop.source = f"variant:{prop.env_id}"
+    return raw

@@ -186,7 +186,7 @@ class DesignerArm:
         by_cid = {p.cid: p for p in props}
         # valid variants the trainer put in its buffer (the others it settled already, without plays)
         valid = [p for p in props if p.valid and p.env_id in tr.buffer.entries and p.parent]
-        scores = self.scorer.score([(p.parent, p.params or {}) for p in valid])
+        scores = self.scorer.score([(p.parent, p.point or {}) for p in valid])
         for p, sc in zip(valid, scores):  # the trainer's settlement: regret, the ledger's designer reward
             tr.settle_env(tr.buffer.entries[p.env_id], sc.plain, sc.hint, step_timeout=sc.step_timeout)
         cands = {c.cid: c for c in tr.ledger.candidates.values() if c.cid in by_cid}
@@ -194,7 +194,7 @@ class DesignerArm:
         for p in props:
             c = cands.get(p.cid)
             rec.proposals.append({"cid": p.cid, "group": p.group, "valid": bool(p.valid), "parent": p.parent,
-                                  "point": p.params, "rejected_at": p.rejected_at,
+                                  "point": p.point, "rejected_at": p.rejected_at,
                                   "regret": None if c is None else c.regret,
                                   "win_rate_plain": None if c is None else c.win_rate_plain,
                                   "reward": None if c is None else c.reward})

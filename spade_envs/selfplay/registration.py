@@ -22,12 +22,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from ..designer.acceptance.verdicts import verdicts_json
 from . import dist
 from .replay_buffer import is_program_key
 
 if TYPE_CHECKING:
     from ..designer.regret import RegretEstimate
-    from .design import Proposal
+    from ..designer.acceptance.verdicts import StageVerdict
+    from ..designer.proposal import Proposal
 
 
 @dataclass
@@ -86,7 +88,7 @@ class Registrar:
         """An accepted program, registered at the next :meth:`register` (``hinted``: the
         source to store, with its resolved hint of ``origin``)."""
         self.pending.append({"key": key, "source": hinted, "skill": p.skill, "mode": p.mode, "cid": p.cid,
-                             "doc_ref": p.doc_ref, "parent_ids": p.parent_ids, "verdicts": p.verdicts,
+                             "doc_ref": p.doc_ref, "parent_ids": p.parent_ids, "verdicts": verdicts_json(p.verdicts),
                              "hint_origin": origin, "round": round_no})
 
     def state_dict(self) -> dict[str, Any]:
@@ -128,14 +130,14 @@ class Registrar:
 
     # -- registration ---------------------------------------------------------------------------
     def register_variant(self, parent: str, params: dict, *, round_no: int, cid: str,
-                         acceptance: list[dict], metadata: dict | None = None) -> tuple[str, bool]:
+                         acceptance: "list[StageVerdict]", metadata: dict | None = None) -> tuple[str, bool]:
         """Register an accepted variant now; ``(env id, new)``."""
         from ..registry.write import register_variant
 
         gen = self.generation_of(round_no)
 
         def write() -> tuple[str, bool]:
-            res = register_variant(self.registry, parent, params, generation=gen, acceptance=acceptance,
+            res = register_variant(self.registry, parent, params, generation=gen, acceptance=verdicts_json(acceptance),
                                    designer_model=self.designer_model, metadata={
                                        "mode": "params", "selfplay_round": round_no, "candidate": cid,
                                        **(metadata or {})})

@@ -16,7 +16,7 @@ from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .design import Proposal
+    from ..designer.proposal import Proposal
     from .registration import RegistrationReport
 
 
@@ -91,17 +91,18 @@ class ProposalStats:
         if not props:
             return None
         from ..designer.acceptance import STAGES
+        from ..errors import Stage
 
-        passed = {s: sum(any(v["name"] == s and v["ok"] for v in p.verdicts) for p in props)
-                  for s in ("extract", *STAGES)}
+        passed = {str(s): sum(any(v.name == s and v.ok for v in p.verdicts) for p in props)
+                  for s in (Stage.EXTRACT, *STAGES)}
         rejected: dict[str, int] = {}
         for p in props:
             if p.rejected_at:
                 rejected[p.rejected_at] = rejected.get(p.rejected_at, 0) + 1
         novelty = [p.novelty for p in props if p.novelty is not None]
         return cls(proposed=len(props), valid=sum(p.valid for p in props),
-                   proposed_params=sum(p.mode == "params" for p in props),
-                   valid_params=sum(p.valid and p.mode == "params" for p in props),
+                   proposed_params=sum(p.is_params for p in props),
+                   valid_params=sum(p.valid and p.is_params for p in props),
                    valid_rate=sum(p.valid for p in props) / len(props),
                    acceptance_by_stage={k: v / len(props) for k, v in passed.items()},
                    rejected_at=rejected, novelty=mean_or_none(novelty))

@@ -51,7 +51,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from . import dist
 from .config import SelfPlayConfig
-from .design import Proposal, ScriptedSeedVariants, SelfPlayDesigner
+from ..designer.proposal import Proposal
+from .design import ScriptedSeedVariants, SelfPlayDesigner
 from .registration import Registrar, RegistrationReport
 from .replay_buffer import ReplayBuffer, ReplayEntry, program_key, train_seed_entries
 from .rewards import LedgerEntry, DesignerLedger, designer_scale, finalize_rewards, is_step_timeout, regret_estimate
@@ -150,7 +151,7 @@ class SelfPlayTrainer:
         lps = p.logprobs[:n]
         # constrained decoding (params mode) samples from a masked distribution: score the
         # completion under the unconstrained policy, as the loss does
-        if self.scripted or p.mode == "params" or len(lps) != len(ids) or (ids and not any(lps)):
+        if self.scripted or p.is_params or len(lps) != len(ids) or (ids and not any(lps)):
             lps = teacher_forced_logps(self.grpo, p.prompt_ids, ids)
         return lps
 
