@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..designer.proposal import Proposal
     from .registration import RegistrationReport
+    from .rewards import LedgerEntry
 
 
 def mean_or_none(xs: list[float]) -> float | None:
@@ -70,6 +71,23 @@ class DesignerStats:
     designer_clip_ratio: float | None
     designer_groups_nonzero_adv: int = 0  #: groups whose trained rewards were not all equal (a signal)
     designer_grad_norm: float | None = None  #: the step's gradient norm before clipping
+
+    @classmethod
+    def of(cls, groups: "list[list[LedgerEntry]]", rewards: list[float], step: dict[str, Any]) -> "DesignerStats":
+        """The stats of one step on ``groups`` (ledger entries), trained on ``rewards`` (in
+        the groups' order), whose GRPO step returned ``step``."""
+        cands = [c for g in groups for c in g]
+        valid = [c for c in cands if c.valid]
+        sizes = [len(g) for g in groups]
+        starts = [sum(sizes[:i]) for i in range(len(groups))]
+        nonzero = sum(max(rewards[a:a + n]) - min(rewards[a:a + n]) > 1e-9 for a, n in zip(starts, sizes))
+        regrets = [c.regret for c in valid if c.regret is not None]
+        return cls(
+            designer_groups_trained=len(groups), designer_loss=step["loss"],
+            designer_reward=mean_or_none([float(x) for x in rewards]), designer_advantages=step["advantages"],
+            designer_raw_rewards=[c.reward for c in cands], designer_trained_accepted=len(valid),
+            designer_trained_regret=mean_or_none(regrets), designer_clip_ratio=step.get("clip_ratio/region_mean"),
+            designer_groups_nonzero_adv=nonzero, designer_grad_norm=step.get("grad_norm"))
 
 
 @dataclass

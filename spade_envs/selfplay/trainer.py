@@ -280,44 +280,8 @@ class SelfPlayTrainer:
         props, new_keys = self._design(r)
         t_design = time.perf_counter() - t0
         plays = self._pick()
-        seeds = [self.rng.randrange(1_000_000) for _ in plays]
-        agent, tokens, t1, gen_s = None, 0, time.perf_counter(), 0.0
-        if plays:
-            self.on_phase(f"round {r}: agent plays {len(plays)} environments "
-                          f"({cfg.agent_group_size} plain plays each, hinted where due)")
-            hinted = self._hinted(plays, seeds)
-            gen_s += self.agent.last_timings.get("generation_s", 0.0) if hinted else 0.0
-            self.agent.seed = self.rng.randrange(2**31) + 7919 * self.acc.process_index
-            rows = [{"prompt": self._task_prompt(e, s, False)} for e, s in zip(plays, seeds)
-                    for _ in range(cfg.agent_group_size)]
-            step = self._grpo_step(rows, cfg.agent_group_size)
-            gen_s += self.agent.last_timings.get("generation_s", 0.0)
-            plain_eps = dist.gather_rows(self.acc, self.rollout.last_episodes)[:len(rows)]
-            self.last_plain_episodes = plain_eps  # the designer step's rollout call resets last_episodes
-            tokens = sum(sum(ep.mask) for eps in [plain_eps, *hinted.values()] for ep in eps)
-            returns = [self.rollout.reward_of(ep) for ep in plain_eps]
-            outcomes = []
-            for i, e in enumerate(plays):
-                eps = plain_eps[i * cfg.agent_group_size:(i + 1) * cfg.agent_group_size]
-                timeout = any(is_step_timeout(ep) for ep in list(eps) + list(hinted.get(e.key, [])))
-                outcomes.append(self.settle_env(e, [self.rollout.reward_of(ep) for ep in eps],
-                                                [self.rollout.reward_of(ep) for ep in hinted.get(e.key, [])],
-                                                step_timeout=timeout))
-            # the designer's learning signal: this round's valid proposals that, played this round, land in
-            # the frontier band (0 < plain win rate < 1 and regret > 0); shares are of all proposals
-            frontier = sum(e.key in new_keys and 0 < o.win_rate_plain < 1 and o.regret > 0
-                           for e, o in zip(plays, outcomes))
-            agent = AgentStats(
-                agent_loss=step["loss"], agent_advantages=step["advantages"], agent_reward=mean_or_none(returns),
-                agent_micro_batches=step["micro_batches"], agent_grad_norm=step.get("grad_norm"),
-                agent_clip_ratio=step.get("clip_ratio/region_mean"),
-                agent_rows_filtered=sum(dist.gather_rows(self.acc, [step.get("rows_filtered", 0)])),
-                mean_regret=mean_or_none([o.regret for o in outcomes]),
-                win_rate_plain=mean_or_none([o.win_rate_plain for o in outcomes]),
-                win_rate_hint=mean_or_none([o.win_rate_hint for o in outcomes if o.win_rate_hint is not None]),
-                frontier=frontier,
-                scores_stored=self.registrar.store_scores([(e.env_id, self.estimate(e.key)) for e in plays
-                                                           if e.env_id]))
+        t1 = time.perf_counter()
+        agent, tokens, gen_s = self._play(r, plays, new_keys) if plays else (None, 0, 0.0)
         t_play = time.perf_counter() - t1
         designer = self._designer_step()
         proposals = ProposalStats.of(props)
@@ -332,6 +296,50 @@ class SelfPlayTrainer:
             round_s=round(time.perf_counter() - t0, 3))
         self.round = r + 1
         return record
+
+    def _play(self, r: int, plays: list[ReplayEntry], new_keys: set[str]) -> tuple[AgentStats, int, float]:
+        """Round ``r``'s agent phase on ``plays``: hinted plays where due, the plain plays of
+        the agent's GRPO step, each environment settled; ``(stats, tokens, generation s)``
+        (``new_keys``: this round's valid proposals, for the frontier count)."""
+        cfg = self.config
+        seeds = [self.rng.randrange(1_000_000) for _ in plays]
+        gen_s = 0.0
+        self.on_phase(f"round {r}: agent plays {len(plays)} environments "
+                      f"({cfg.agent_group_size} plain plays each, hinted where due)")
+        hinted = self._hinted(plays, seeds)
+        gen_s += self.agent.last_timings.get("generation_s", 0.0) if hinted else 0.0
+        self.agent.seed = self.rng.randrange(2**31) + 7919 * self.acc.process_index
+        rows = [{"prompt": self._task_prompt(e, s, False)} for e, s in zip(plays, seeds)
+                for _ in range(cfg.agent_group_size)]
+        step = self._grpo_step(rows, cfg.agent_group_size)
+        gen_s += self.agent.last_timings.get("generation_s", 0.0)
+        plain_eps = dist.gather_rows(self.acc, self.rollout.last_episodes)[:len(rows)]
+        self.last_plain_episodes = plain_eps  # the designer step's rollout call resets last_episodes
+        tokens = sum(sum(ep.mask) for eps in [plain_eps, *hinted.values()] for ep in eps)
+        returns = [self.rollout.reward_of(ep) for ep in plain_eps]
+        outcomes = []
+        for i, e in enumerate(plays):
+            eps = plain_eps[i * cfg.agent_group_size:(i + 1) * cfg.agent_group_size]
+            timeout = any(is_step_timeout(ep) for ep in list(eps) + list(hinted.get(e.key, [])))
+            outcomes.append(self.settle_env(e, [self.rollout.reward_of(ep) for ep in eps],
+                                            [self.rollout.reward_of(ep) for ep in hinted.get(e.key, [])],
+                                            step_timeout=timeout))
+        # the designer's learning signal: this round's valid proposals that, played this round, land in
+        # the frontier band (0 < plain win rate < 1 and regret > 0); shares are of all proposals
+        frontier = sum(e.key in new_keys and 0 < o.win_rate_plain < 1 and o.regret > 0
+                       for e, o in zip(plays, outcomes))
+        agent = AgentStats(
+            agent_loss=step["loss"], agent_advantages=step["advantages"], agent_reward=mean_or_none(returns),
+            agent_micro_batches=step["micro_batches"], agent_grad_norm=step.get("grad_norm"),
+            agent_clip_ratio=step.get("clip_ratio/region_mean"),
+            agent_rows_filtered=sum(dist.gather_rows(self.acc, [step.get("rows_filtered", 0)])),
+            mean_regret=mean_or_none([o.regret for o in outcomes]),
+            win_rate_plain=mean_or_none([o.win_rate_plain for o in outcomes]),
+            win_rate_hint=mean_or_none([o.win_rate_hint for o in outcomes if o.win_rate_hint is not None]),
+            frontier=frontier,
+            scores_stored=self.registrar.store_scores([(e.env_id, self.estimate(e.key)) for e in plays
+                                                       if e.env_id]))
+        return agent, tokens, gen_s
 
     def designer_step(self) -> DesignerStats | None:
         """The designer GRPO step on the ledger's ready groups (None: no group was ready);
@@ -395,18 +403,7 @@ class SelfPlayTrainer:
         for g in groups:
             for c in g:
                 self.rollout.designer.pop(c.cid, None)
-        cands = [c for g in groups for c in g]
-        valid = [c for c in cands if c.valid]
-        sizes = [len(g) for g in groups]
-        starts = [sum(sizes[:i]) for i in range(len(groups))]
-        nonzero = sum(max(rewards[a:a + n]) - min(rewards[a:a + n]) > 1e-9 for a, n in zip(starts, sizes))
-        regrets = [c.regret for c in valid if c.regret is not None]
-        return DesignerStats(
-            designer_groups_trained=len(groups), designer_loss=step["loss"],
-            designer_reward=mean_or_none([float(x) for x in rewards]), designer_advantages=step["advantages"],
-            designer_raw_rewards=[c.reward for c in cands], designer_trained_accepted=len(valid),
-            designer_trained_regret=mean_or_none(regrets), designer_clip_ratio=step.get("clip_ratio/region_mean"),
-            designer_groups_nonzero_adv=nonzero, designer_grad_norm=step.get("grad_norm"))
+        return DesignerStats.of(groups, [float(x) for x in rewards], step)
 
     # -- checkpoints -------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
