@@ -140,6 +140,26 @@ def test_session_proxies_use_the_spec_check(monkeypatch):
     assert fake.solution() == "<s>" and fake.hint() == "<h>" and fake.snapshot() == {"a": 1}
 
 
+def test_sandbox_proxies_are_built_from_the_table(monkeypatch):
+    """A no-argument method added to the table gets a sandbox proxy (run in the worker,
+    through its check), as the worker's dispatch does; the shipped ones are built so."""
+    from spade_envs.sandbox.runtime import format_proxies
+
+    assert all(getattr(getattr(SandboxSession, name), "_from_format", False) for name in ("solution", "hint", "snapshot"))
+    added = MethodSpec("peek0", required=False, op="peek0", check=lambda v: f"checked {v}")
+    monkeypatch.setattr(format_spec, "METHODS", (*METHODS, added))
+
+    @format_proxies
+    class Fake(SandboxSession):
+        def __init__(self):
+            pass
+
+        def _one(self, op, arg):
+            return {"peek0": "p", "solution": "s"}[op]
+
+    assert Fake().peek0() == "checked p" and Fake().solution() == "s"
+
+
 def test_interface_summary_and_game_required_methods():
     from spade_envs.games.format import REQUIRED_METHODS
 

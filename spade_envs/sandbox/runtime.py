@@ -28,6 +28,7 @@ refused one, a ``RuntimeWarning`` is issued once per process.
 
 from __future__ import annotations
 
+import abc
 import itertools
 import os
 import warnings
@@ -36,7 +37,8 @@ from typing import Any
 
 from ..contract import StepResult, check_reset_result, check_step_result
 from ..errors import EnvExecutionError, EnvProgramError, EpisodeOverError, FailureKind, SpadeError
-from ..format_spec import method
+from .. import format_spec
+from ..format_spec import Argument, method
 from ..parameters import resolve_kwargs
 from ..program import inspect_program
 from ..runtime import EnvRuntime, EnvSession, ends_episode, keeps_episode_rule
@@ -71,8 +73,33 @@ def _warn_refused(layers: dict) -> None:
                       RuntimeWarning, stacklevel=3)
 
 
+def _proxy_of(name: str) -> Any:
+    def call(self: SandboxSession) -> Any:
+        return self._proxy(name)
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"The program's ``{name}()``, run in the worker; its result through the format's check."
+    call._from_format = True  # type: ignore[attr-defined]
+    return call
+
+
+def format_proxies(cls: type) -> type:
+    """Give ``cls`` a proxy for every no-argument operation of the program format
+    (:data:`~spade_envs.format_spec.METHODS`) it does not define itself, as the worker's
+    dispatch is built from the same table: a method added there is offered here too
+    (``close``, which also ends the worker, is written out)."""
+    for spec in format_spec.METHODS:
+        if spec.op and spec.argument is Argument.NONE and spec.name not in vars(cls):
+            setattr(cls, spec.name, _proxy_of(spec.name))
+    abc.update_abstractmethods(cls)
+    return cls
+
+
+@format_proxies
 class SandboxSession(EnvSession):
-    """A live environment inside a sandbox worker."""
+    """A live environment inside a sandbox worker. ``reset``, ``step`` and ``close`` are
+    written out; the program's other methods (``solution``, ``hint``, ``snapshot``) are
+    proxies built from the format's table (:func:`format_proxies`)."""
 
     def __init__(self, runtime: SandboxRuntime, source: str, class_name: str, kwargs: dict, filename: str) -> None:
         self._runtime = runtime
@@ -180,15 +207,6 @@ class SandboxSession(EnvSession):
         if isinstance(result, SpadeError):
             raise result
         return result
-
-    def solution(self) -> str:
-        return self._proxy("solution")
-
-    def hint(self) -> str | None:
-        return self._proxy("hint")
-
-    def snapshot(self) -> Any:
-        return self._proxy("snapshot")
 
     def close(self) -> None:
         """Run the program's ``close()`` under the step deadline, then end the worker.
