@@ -1,9 +1,9 @@
 """The records of a code-mode design run (:class:`~.designer.EnvironmentDesigner`): each
 :class:`Candidate` is one environment the designer tried to make, with one
-:class:`Attempt` per answer of the model (the first, then each repair) and that answer's
-verdicts (``extract`` first, then the acceptance pipeline's, or one failed ``propose``);
-:class:`DesignRun` is the run's candidates and its summary. A candidate is accepted when
-its last attempt passed every stage."""
+:class:`~.proposal.Proposal` per answer of the model (its ``attempts``: the first, then
+each repair), whose verdicts are ``extract`` then the acceptance pipeline's (or one
+failed ``propose``); :class:`DesignRun` is the run's candidates and its summary. A
+candidate is accepted when its last answer passed every stage."""
 
 from __future__ import annotations
 
@@ -12,33 +12,15 @@ from statistics import fmean
 from typing import Any
 
 from ..errors import Stage
-from .acceptance import STAGES, StageVerdict, first_failure, verdicts_json
+from .acceptance import verdicts_json
 from .corpus import Document
+from .proposal import Proposal
 from .regret import RegretEstimate
 
 
-@dataclass
-class Attempt:
-    """One answer of the model and its verdicts (``extract`` first, then the pipeline's)."""
-
-    round: int
-    answer_chars: int
-    verdicts: list[StageVerdict]
-    seconds: float = 0.0
-
-    @property
-    def accepted(self) -> bool:
-        names = [v.name for v in self.verdicts]
-        return names == [Stage.EXTRACT, *STAGES] and all(v.ok for v in self.verdicts)
-
-    @property
-    def rejected_at(self) -> str | None:
-        bad = self.failure
-        return None if self.accepted else str(bad.name if bad else Stage.INCOMPLETE)
-
-    @property
-    def failure(self) -> StageVerdict | None:
-        return first_failure(self.verdicts)
+def rejected_at(answer: Proposal) -> str | None:
+    """The stage an answer was rejected at (None when it passed every stage)."""
+    return None if answer.valid else (answer.rejected_at or str(Stage.INCOMPLETE))
 
 
 @dataclass
@@ -52,7 +34,7 @@ class Candidate:
     prompt_hash: str
     parents: list[str]
     conversation: list[dict[str, str]]
-    attempts: list[Attempt] = field(default_factory=list)
+    attempts: list[Proposal] = field(default_factory=list)
     source: str | None = None  #: the last extracted program
     env_id: str | None = None
     new: bool | None = None
@@ -63,11 +45,11 @@ class Candidate:
 
     @property
     def accepted(self) -> bool:
-        return bool(self.attempts) and self.attempts[-1].accepted
+        return bool(self.attempts) and self.attempts[-1].valid
 
     @property
     def rejected_at(self) -> str | None:
-        return self.attempts[-1].rejected_at if self.attempts else "propose"
+        return rejected_at(self.attempts[-1]) if self.attempts else str(Stage.PROPOSE)
 
     @property
     def repairs(self) -> int:
@@ -83,7 +65,7 @@ class Candidate:
             "regret": None if est is None else est.regret,
             "win_rate_hint": None if est is None else est.win_rate_hint,
             "win_rate_plain": None if est is None else est.win_rate_plain,
-            "attempts": [{"round": a.round, "answer_chars": a.answer_chars, "rejected_at": a.rejected_at,
+            "attempts": [{"round": a.attempt, "answer_chars": len(a.text), "rejected_at": rejected_at(a),
                           "verdicts": verdicts_json(a.verdicts)} for a in self.attempts],
             "notes": self.notes,
         }
@@ -105,8 +87,8 @@ class DesignRun:
             if not c.accepted:
                 rejected[c.rejected_at or "incomplete"] = rejected.get(c.rejected_at or "incomplete", 0) + 1
             for a in c.attempts:
-                if not a.accepted:
-                    key = a.rejected_at or "incomplete"
+                if not a.valid:
+                    key = rejected_at(a) or "incomplete"
                     rejected_attempts[key] = rejected_attempts.get(key, 0) + 1
         scored = [c.estimate for c in self.candidates if c.estimate is not None]
         mean = (lambda xs: fmean(xs) if xs else None)

@@ -38,12 +38,13 @@ from ..errors import SpadeError, Stage
 from ..program import source_sha256
 from .acceptance import AcceptanceConfig, AcceptancePipeline, StageVerdict, replay_metadata, verdicts_json
 from .corpus import Corpus
-from .design_run import Attempt, Candidate, DesignRun
+from .design_run import Candidate, DesignRun
 from .extract import extract_code
 from .hints import resolve_hint
 from .lazy_deps import LazyDesignerDeps
 from .memory import DesignerMemory, MemoryEntry
 from .prompts import DEFAULT_MODES, MODES, SKILLS, build_prompt, prompt_hash, repair_messages
+from .proposal import Proposal
 from .regret import RewardMode
 from .scoring import PlayBudget, score_sources, store_scores
 
@@ -172,7 +173,7 @@ class EnvironmentDesigner(LazyDesignerDeps):
                 attempt = self._evaluate(c, answer, round_no, pipeline)
                 seconds["accept"] += time.perf_counter() - t
                 self.progress("accept", sum(len(x.attempts) for x in candidates), total_attempts)
-                if attempt.accepted or answer is None:
+                if attempt.valid or answer is None:
                     continue
                 if round_no < cfg.max_repairs:
                     bad = attempt.failure or StageVerdict(Stage.INCOMPLETE, False, "not every stage ran")
@@ -212,24 +213,31 @@ class EnvironmentDesigner(LazyDesignerDeps):
                 on_answers(len(out))
         return out
 
-    def _evaluate(self, c: Candidate, answer: str | None, round_no: int, pipeline: AcceptancePipeline) -> Attempt:
-        t0 = time.perf_counter()
+    def _evaluate(self, c: Candidate, answer: str | None, round_no: int, pipeline: AcceptancePipeline) -> Proposal:
+        """Candidate ``c``'s answer of round ``round_no`` as a proposal with its verdicts
+        (appended to ``c.attempts``): accepted exactly when the pipeline accepts it."""
+        prop = Proposal(cid=f"candidate-{c.index}-{round_no}", group=f"candidate-{c.index}", mode=c.mode,
+                        prompt_ids=[], completion_ids=[], logprobs=[], text=answer or "", skill=c.skill,
+                        doc_ref=c.document.ref, messages=list(c.conversation), prompt_hash=c.prompt_hash,
+                        parent_ids=list(c.parents), attempt=round_no)
+        c.attempts.append(prop)
         if answer is None:
-            verdicts = [StageVerdict(Stage.PROPOSE, False,
-                                     f"the designer model failed: {getattr(self, '_backend_error', 'no answer')}")]
-            c.attempts.append(Attempt(round_no, 0, verdicts))
-            return c.attempts[-1]
+            prop.verdict(Stage.PROPOSE, False, f"the designer model failed: {getattr(self, '_backend_error', 'no answer')}")
+            return prop
         code = extract_code(answer)
         if code is None:
-            verdicts = [StageVerdict(Stage.EXTRACT, False, f"no Python program in the answer ({len(answer)} characters)")]
-        else:
-            c.source = code
-            report = pipeline.run(code, filename=f"candidate_{c.index:03d}.py")
-            verdicts = [StageVerdict(Stage.EXTRACT, True, f"{len(code.splitlines())} lines of code"), *report.stages]
-            if report.accepted:  # later candidates of this run must differ from it too
-                self.memory.novelty_index().add(f"candidate-{c.index}", code)
-        c.attempts.append(Attempt(round_no, len(answer), verdicts, time.perf_counter() - t0))
-        return c.attempts[-1]
+            prop.verdict(Stage.EXTRACT, False, f"no Python program in the answer ({len(answer)} characters)")
+            return prop
+        c.source = prop.source = code
+        report = pipeline.run(code, filename=f"candidate_{c.index:03d}.py")
+        prop.verdict(Stage.EXTRACT, True, f"{len(code.splitlines())} lines of code")
+        for verdict in report.stages:
+            prop.record(verdict)
+        if not report.accepted and prop.rejected_at is None:
+            prop.verdict(Stage.INCOMPLETE, False, "not every acceptance stage ran")
+        if report.accepted:  # later candidates of this run must differ from it too
+            self.memory.novelty_index().add(f"candidate-{c.index}", code)
+        return prop
 
     def _register(self, accepted: list[Candidate]) -> int:
         from ..registry.write import register_accepted

@@ -13,7 +13,9 @@ The designer writes in one of two modes (DESIGN.md section 3), and both produce 
 Every verdict is a :class:`~.acceptance.verdicts.StageVerdict`; the first failed one's
 name is ``rejected_at``. The token ids and sampling logprobs are kept because the
 designer's GRPO step happens later, once the regret of the environment is known
-(``estimate``). ``env_id``/``new`` are set once the proposal is registered.
+(``estimate``). ``env_id``/``new`` are set once the proposal is registered. In ``spade
+design`` (code mode with repairs) a :class:`~.design_run.Candidate` is one environment
+and its proposals, one per answer (``attempt``: 0, then each repair).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import Stage
-from .acceptance.verdicts import StageVerdict, verdicts_json
+from .acceptance.verdicts import StageVerdict, first_failure, verdicts_json
 
 #: the ``mode`` of a params-mode proposal (a point of an existing program's PARAMETERS)
 PARAMS_MODE = "params"
@@ -58,6 +60,8 @@ class Proposal:
     estimate: Any = None  #: a RegretEstimate once scored
     hint_origin: str | None = None
     notes: list[str] = field(default_factory=list)
+    #: ``spade design`` (code mode): 0 for a candidate's first answer, k for its k-th repair
+    attempt: int = 0
 
     @property
     def is_params(self) -> bool:
@@ -69,6 +73,11 @@ class Proposal:
         if self.rejected_at is not None or not self.verdicts:
             return False
         return self.point is not None if self.is_params else self.source is not None
+
+    @property
+    def failure(self) -> StageVerdict | None:
+        """The first failed verdict (None when none failed)."""
+        return first_failure(self.verdicts)
 
     def verdict(self, name: Stage, ok: bool, detail: str) -> None:
         """Record one check's outcome (the first failure becomes ``rejected_at``)."""

@@ -156,3 +156,15 @@ def test_scores_of_an_accepted_environment_and_config_checks(reg):
         DesignConfig(mode="essay")
     with pytest.raises(ValueError):
         DesignConfig(reward_mode="bogus")
+
+
+def test_a_program_that_declares_parameters_is_accepted_as_it_is(reg):
+    """Acceptance appends a ``parameters`` verdict for such a program (judged at its
+    defaults and sampled points); the loop accepts what the pipeline accepts, with no repair."""
+    from variant_programs import SUM_SOURCE
+
+    backend = ScriptedBackend([fenced(SUM_SOURCE)])
+    run = _designer(reg, backend, max_repairs=1, score=False).run()
+    (c,) = run.candidates
+    assert [v.name for v in c.attempts[0].verdicts][-1] == "parameters", c.attempts[0].verdicts
+    assert c.accepted and c.repairs == 0 and c.env_id, [(v.name, v.ok, v.detail[:80]) for v in c.attempts[0].verdicts]
