@@ -48,6 +48,21 @@ from .sampling import sample
 SHARED_PREFIX_MIN = 16
 
 
+def distinct_rows(prompts: list[list[int]]) -> tuple[list[int], list[int] | None]:
+    """``(first, inverse)``: the first row of each distinct prompt and each row's index into
+    ``first``; ``inverse`` is None when every prompt is distinct (nothing to copy)."""
+    seen: dict[tuple[int, ...], int] = {}
+    first: list[int] = []
+    inverse = []
+    for row, p in enumerate(prompts):
+        key = tuple(p)
+        if key not in seen:
+            seen[key] = len(first)
+            first.append(row)
+        inverse.append(seen[key])
+    return first, (inverse if len(first) < len(prompts) else None)
+
+
 class TransformersBackend(Backend):
     """A Hugging Face causal LM behind the :class:`Backend` interface (token level)."""
 
@@ -241,16 +256,23 @@ class TransformersBackend(Backend):
         cache = self._make_cache()
         if isinstance(cache, GrowingCache):  # room for the whole generation up front
             cache.reserve(shared + width + max_new_tokens)
+        # rows with the same whole prompt (a group's samples) are prefilled once, then copied
+        first, inverse = distinct_rows(prompts) if self.prefix_sliding is None else (list(range(n)), None)
         with torch.inference_mode():
             if shared:
                 head = torch.tensor([prompts[0][:shared]], dtype=torch.long, device=self.device)
                 self.model(input_ids=head, position_ids=torch.arange(shared, device=self.device)[None],
                            past_key_values=cache, use_cache=True, logits_to_keep=1)
-                cache.batch_repeat_interleave(n)
+                cache.batch_repeat_interleave(len(first))
+            pick = torch.tensor(first, device=self.device)
             logits = self.model(
-                input_ids=ids, attention_mask=attn, position_ids=positions,
+                input_ids=ids[pick], attention_mask=attn[pick], position_ids=positions[pick],
                 past_key_values=cache, use_cache=True, logits_to_keep=1,
             ).logits[:, -1, :].float()
+            if inverse is not None:
+                back = torch.tensor(inverse, device=self.device)
+                cache.batch_select_indices(back)
+                logits = logits[back]
             last_pos = positions[:, -1:]
             for step in range(max_new_tokens):
                 if constraints is not None and any(c is not None for c in constraints):

@@ -133,6 +133,27 @@ def test_a_batch_encodes_its_shared_prefix_once_and_matches_each_prompt_alone(ti
     assert [g.token_ids for g in off] == [g.token_ids for g in batch]
 
 
+def test_a_batch_prefills_each_distinct_prompt_once(tiny, monkeypatch):
+    """The batch path (the designer's groups: 8 samples of one prompt): duplicate prompts are
+    prefilled once each and copied, and every row's greedy tokens and logprobs are those
+    of its prompt alone; sampled rows still draw their own continuations."""
+    head = list(range(10, 60))
+    a, b = head + [70, 71, 72], head + [80]
+    prompts = [a, b, a, a, b]
+    alone = {tuple(p): tiny.generate([p], max_new_tokens=6, temperature=0.0)[0] for p in (a, b)}
+    widths = []
+    forward = tiny.model.forward
+    monkeypatch.setattr(tiny.model, "forward", lambda *x, **kw: widths.append(kw["input_ids"].shape) or forward(*x, **kw))
+    batch = tiny._generate_batch(prompts, 6, 0.0, None, [None] * 5)
+    assert widths[1] == (2, 3), "two distinct prompts: two prefill rows, then five decoding rows"
+    assert widths[2][0] == 5
+    for p, g in zip(prompts, batch):
+        assert g.token_ids == alone[tuple(p)].token_ids and g.prompt_token_ids == p
+        assert max(abs(x - y) for x, y in zip(g.logprobs, alone[tuple(p)].logprobs)) < 1e-4
+    sampled = tiny._generate_batch([a] * 4, 8, 1.0, torch.Generator().manual_seed(0), [None] * 4)
+    assert len({tuple(g.token_ids) for g in sampled}) > 1
+
+
 def test_rows_that_stop_are_moved_behind_the_live_ones_and_results_stay_exact(tiny, monkeypatch):
     """Rows stop at different steps (a wide stop set); the session swaps them behind the
     live rows and attention skips them, yet every turn, with rows passed in another order

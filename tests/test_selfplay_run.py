@@ -69,7 +69,7 @@ def test_delayed_designer_rows_keep_real_behaviour_logprobs(runs):
     state = json.loads((Path(runs["full"]["checkpoint"]) / "state.json").read_text())
     assert state["ledger"]["candidates"] == [] and state["designer_completions"] == {}
     props = tr.designer.propose(99, __import__("random").Random(0), n_prompts=1)
-    lps = tr._behaviour_logprobs(props[0])
+    lps = tr._behaviour_logprobs(props[:1])[0]
     assert len(lps) == min(len(props[0].completion_ids), tr.config.designer_max_new_tokens)
     assert all(x < 0 for x in lps)
 

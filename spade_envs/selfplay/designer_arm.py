@@ -256,7 +256,9 @@ def token_logps(model: Any, prompt_ids: list[int], completion_ids: list[int], te
     device = next(model.parameters()).device
     ids = torch.tensor([list(prompt_ids) + list(completion_ids)], dtype=torch.long, device=device)
     with torch.no_grad():
-        logits = model(input_ids=ids).logits[0, len(prompt_ids) - 1:-1].float() / max(float(temperature), 1e-6)
+        # only the positions that predict a completion token are projected onto the vocabulary
+        out = model(input_ids=ids, logits_to_keep=len(completion_ids) + 1).logits
+        logits = out[0, :-1].float() / max(float(temperature), 1e-6)
     lp = torch.log_softmax(logits, dim=-1).gather(1, ids[0, len(prompt_ids):].unsqueeze(1)).squeeze(1)
     return [float(x) for x in lp.tolist()]
 

@@ -88,7 +88,10 @@ def arm_config(s: BenchSettings, out_dir: Path, arm: str) -> Any:
                      designer_every=1, learning_rate=s.learning_rate, beta=s.beta, temperature=s.temperature,
                      designer_reward_scale=s.reward_scale, seed=s.seed, max_turns=s.max_turns,
                      agent_max_new_tokens=s.agent_max_new_tokens, include_seeds=False, tensorboard=False,
-                     plot=False, out_dir=str(out_dir / arm), registry_path=str(out_dir / arm / "registry.sqlite3"))
+                     plot=False, out_dir=str(out_dir / arm), registry_path=str(out_dir / arm / "registry.sqlite3"),
+                     # designer rows only (~700 tokens): one micro-batch, each group's prompt run once
+                     # (shared_prompt.py; gradient checkpointing would drop the prompt's cache)
+                     gradient_checkpointing=False, micro_batch_size=s.prompts * s.group)
     for k, v in overrides.items():
         setattr(cfg, k, v)
     return cfg

@@ -141,19 +141,22 @@ class SelfPlayTrainer:
                          max_grad_norm=self.config.max_grad_norm, behaviour=behaviour)
 
     # -- designer -------------------------------------------------------------------------
-    def _behaviour_logprobs(self, p: Proposal) -> list[float]:
-        """Sampling-time logprobs of a completion: the backend's when it is the policy and
-        reported them, else teacher-forced under the current (= sampling-time) weights."""
-        from .trl_bridge import teacher_forced_logps
+    def _behaviour_logprobs(self, props: list[Proposal]) -> list[list[float]]:
+        """Sampling-time logprobs of each proposal's completion: the backend's when it is the
+        policy and reported them, else teacher-forced under the current (= sampling-time)
+        weights, all of them in one call (a group's prompt runs once)."""
+        from .trl_bridge import teacher_forced_logps_batch
 
         n = self.config.designer_max_new_tokens
-        ids = p.completion_ids[:n]
-        lps = p.logprobs[:n]
+        out = [list(p.logprobs[:n]) for p in props]
         # constrained decoding (params mode) samples from a masked distribution: score the
         # completion under the unconstrained policy, as the loss does
-        if self.scripted or p.is_params or len(lps) != len(ids) or (ids and not any(lps)):
-            lps = teacher_forced_logps(self.grpo, p.prompt_ids, ids)
-        return lps
+        forced = [i for i, p in enumerate(props) if self.scripted or p.is_params or len(out[i]) != len(p.completion_ids[:n])
+                  or (p.completion_ids and not any(out[i]))]
+        scored = teacher_forced_logps_batch(self.grpo, [(props[i].prompt_ids, props[i].completion_ids[:n]) for i in forced])
+        for i, lps in zip(forced, scored):
+            out[i] = lps
+        return out
 
     def _design(self, r: int) -> tuple[list[Proposal], set[str]]:
         """The round's proposals, and the replay keys of the valid ones."""
@@ -207,8 +210,9 @@ class SelfPlayTrainer:
             self.ledger.add(cand)
             if key is None and p.valid:
                 self.ledger.finalize_candidate(cand)
+        for p, lps in zip(props, self._behaviour_logprobs(props)):
             self.rollout.designer[p.cid] = StoredCompletion(p.prompt_ids, p.completion_ids[:cfg.designer_max_new_tokens],
-                                                            self._behaviour_logprobs(p))
+                                                            lps)
         return props, new_keys
 
     def _variant_memory(self) -> Any:

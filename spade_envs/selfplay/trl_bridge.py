@@ -21,7 +21,9 @@ subclasses), never by patching an instance:
   ones are kept and TRL's importance ratio (old / sampling) becomes its value, 1;
 - ``_get_per_token_logps_and_entropies``: with Prefix Sliding, a forward pre-hook swaps
   TRL's 2-D padding mask for the 4-D Prefix Sliding mask (and real-token positions);
-  TRL keeps building labels from the 2-D mask.
+  TRL keeps building labels from the 2-D mask. Rows that share a prompt (a GRPO group)
+  are scored with one forward of it (:mod:`.shared_prompt`) where that is exact: one
+  process, no Prefix Sliding, no multimodal inputs, a model that keeps its cache.
 
 :func:`grpo_step` drives one optimizer step the way ``Trainer._inner_training_loop``
 does: ``training_step`` ``k`` times (the first call generates the whole batch through
@@ -89,6 +91,8 @@ class SelfPlayGRPOTrainer(GRPOTrainer):
         self.spade_behaviour = False  #: the current step replays rows sampled by an older policy
         self.filter_zero_std = bool(filter_zero_std)
         self.spade_rows_filtered = 0  #: rows taken out of the loss in the last generation batch (this rank)
+        #: score rows that share a prompt with one forward of it (:mod:`.shared_prompt`); False: TRL's path
+        self.spade_share_prompts = True
         self._sliding = tuple(prefix_sliding) if prefix_sliding else None
         self._sliding_keep: int | None = None
         if self._sliding:
@@ -139,12 +143,40 @@ class SelfPlayGRPOTrainer(GRPOTrainer):
 
     def _get_per_token_logps_and_entropies(self, model: Any, input_ids: Any, attention_mask: Any,
                                            logits_to_keep: int, *args: Any, **kwargs: Any) -> Any:
+        shared = self._shared_prompt_split(model, input_ids, attention_mask, logits_to_keep, args, kwargs)
+        if shared is not None:
+            from .shared_prompt import score_in_chunks
+
+            def trls(ids: Any, mask: Any, entropy: bool) -> tuple[Any, Any]:
+                return super(SelfPlayGRPOTrainer, self)._get_per_token_logps_and_entropies(
+                    model, ids, mask, logits_to_keep, compute_entropy=entropy)[:2]
+
+            return (*score_in_chunks(model, input_ids, attention_mask, logits_to_keep, shared,
+                                     batch_size=kwargs.get("batch_size"), autocast=self.accelerator.autocast,
+                                     compute_entropy=bool(kwargs.get("compute_entropy")), fallback=trls), None)
         self._sliding_keep = int(logits_to_keep) if self._sliding else None
         try:
             return super()._get_per_token_logps_and_entropies(model, input_ids, attention_mask, logits_to_keep,
                                                               *args, **kwargs)
         finally:
             self._sliding_keep = None
+
+
+    # -- shared-prompt scoring (shared_prompt.py) ---------------------------------------------
+    def _shared_prompt_split(self, model: Any, input_ids: Any, attention_mask: Any, logits_to_keep: int,
+                             args: tuple, kwargs: dict) -> Any:
+        """The :func:`~.shared_prompt.plan` of a batch TRL would score row by row, or None
+        where TRL's own forward must run: Prefix Sliding, several processes (DDP and
+        DeepSpeed expect one forward per backward), multimodal or MoE inputs, a model that
+        drops its cache (gradient checkpointing in training), or no prompt shared."""
+        from . import shared_prompt
+
+        extra = {k: v for k, v in kwargs.items()
+                 if v is not None and v is not False and k not in ("batch_size", "compute_entropy")}
+        if (self.spade_share_prompts is False or self._sliding or args or extra or self.accelerator.num_processes != 1
+                or self.is_deepspeed_enabled or not shared_prompt.caches_in_training(model)):
+            return None
+        return shared_prompt.plan(input_ids, attention_mask, logits_to_keep)
 
 
 def prepare(trainer: Any, use_vllm: bool) -> None:
@@ -323,21 +355,41 @@ def grpo_step(trainer: Any, rows: list[dict], group_size: int, *, micro_batch: i
 
 def teacher_forced_logps(trainer: Any, prompt_ids: list[int], completion_ids: list[int]) -> list[float]:
     """Per-token logprobs of ``completion_ids`` after ``prompt_ids`` under the current weights
-    (no gradient), temperature-scaled as in the GRPO loss. Under ZeRO-3 a forward is a
-    collective: call it on every rank with the same completions."""
+    (no gradient), temperature-scaled as in the GRPO loss: :func:`teacher_forced_logps_batch`
+    of one row."""
+    return teacher_forced_logps_batch(trainer, [(prompt_ids, completion_ids)])[0]
+
+
+def teacher_forced_logps_batch(trainer: Any, rows: Sequence[tuple[Sequence[int], Sequence[int]]]) -> list[list[float]]:
+    """:func:`teacher_forced_logps` of each ``(prompt_ids, completion_ids)`` row. Rows with the
+    same prompt (a group) are scored in one batch, completions right-padded, so their
+    prompt runs once (:mod:`.shared_prompt`); a batch never holds more than one group.
+    Under ZeRO-3 a forward is a collective: call it on every rank with the same rows."""
     import torch
 
-    if not completion_ids:
-        return []
+    out: list[list[float]] = [[] for _ in rows]
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i, (prompt, completion) in enumerate(rows):
+        if completion:
+            groups.setdefault(tuple(int(t) for t in prompt), []).append(i)
+    if not groups:
+        return out
     model = trainer.model
     device = next(model.parameters()).device
-    ids = torch.tensor([list(prompt_ids) + list(completion_ids)], dtype=torch.long, device=device)
-    mask = torch.ones_like(ids)
+    pad = getattr(getattr(trainer, "processing_class", None), "pad_token_id", None) or 0
     was = model.training
     model.eval()
     try:
         with torch.no_grad():
-            logps, _, _ = trainer._get_per_token_logps_and_entropies(model, ids, mask, len(completion_ids))
+            for prompt, members in groups.items():
+                comps = [[int(t) for t in rows[i][1]] for i in members]
+                keep = max(map(len, comps))
+                ids = torch.tensor([[*prompt, *c, *[pad] * (keep - len(c))] for c in comps], device=device)
+                mask = torch.tensor([[1] * (len(prompt) + len(c)) + [0] * (keep - len(c)) for c in comps],
+                                    device=device)
+                logps, _, _ = trainer._get_per_token_logps_and_entropies(model, ids, mask, keep)
+                for row, i in enumerate(members):
+                    out[i] = [float(x) for x in logps[row, :len(comps[row])].tolist()]
     finally:
         model.train(was)
-    return [float(x) for x in logps[0].tolist()]
+    return out
