@@ -161,7 +161,6 @@ class SelfPlayGRPOTrainer(GRPOTrainer):
         finally:
             self._sliding_keep = None
 
-
     # -- shared-prompt scoring (shared_prompt.py) ---------------------------------------------
     def _shared_prompt_split(self, model: Any, input_ids: Any, attention_mask: Any, logits_to_keep: int,
                              args: tuple, kwargs: dict) -> Any:
