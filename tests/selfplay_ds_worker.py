@@ -51,6 +51,11 @@ def main(mode: str, out: Path) -> None:
     grpo.seed_everything(0)
     tr = grpo.build_trainer(build_config("cpu-tiny", out_dir=str(out / "run"), tensorboard=False, learning_rate=1e-2))
     tr.rollout_func = scripted
+    # DeepSpeed and several processes score rows with TRL's own forward; the one-process
+    # reference must too, or AdamW's first step (about LR * sign(g)) turns the rounding
+    # between the two equal objectives into whole steps on near-zero gradients. The shared
+    # prompt forward is checked against TRL's in tests/test_selfplay_shared_prompt.py.
+    tr.spade_share_prompts = False
     acc = tr.accelerator
     rows = [{"prompt": json.dumps({"i": i})} for i in range(8)]
     micro = 8 if mode == "ref" else 1
