@@ -177,11 +177,11 @@ def propose_variants(backend: Any, registry: Any, n: int, memory: VariantMemory 
     gens, constrained = _chat(backend, convs, schemas, max_new_tokens=max_new_tokens, temperature=temperature,
                               seed=rng.randrange(2**31))
     out = []
-    for (group, cid, offers, messages), gen in zip(meta, gens):
+    for (group, cid, offers, messages), gen, schema in zip(meta, gens, schemas):
         prop = Proposal(cid=cid, group=group, mode=MODE, offers=[o.env_id for o in offers], messages=messages,
                         prompt_hash=prompt_hash(messages), prompt_ids=list(gen.prompt_token_ids or []),
                         completion_ids=list(gen.token_ids or []), logprobs=list(gen.logprobs or []),
-                        text=gen.text, constrained=constrained)
+                        text=gen.text, constrained=constrained, decoding_schema=schema if constrained else None)
         _check(prop, offers, records, registry)
         out.append(prop)
     _dedupe(out)

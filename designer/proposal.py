@@ -46,6 +46,9 @@ class Proposal:
     messages: list[dict[str, str]] = field(default_factory=list)  #: the prompt
     prompt_hash: str = ""
     constrained: bool = False  #: decoded under a JSON schema (params mode)
+    #: the JSON schema the completion was decoded under (when ``constrained``): the designer
+    #: step scores its tokens under the same mask (``spade_envs.selfplay.constrained_scoring``)
+    decoding_schema: dict[str, Any] | None = None
     source: str | None = None  #: code mode: the program; self-play params mode: ``variant:<id>``
     verdicts: list[StageVerdict] = field(default_factory=list)
     rejected_at: str | None = None  #: the first failed verdict's name

@@ -153,3 +153,12 @@ def test_bench_is_listed_and_bad_settings_are_refused_first(monkeypatch):
         settings_from_env()
     monkeypatch.setenv("SPADE_BENCH_LR", "1e-4")
     assert (settings_from_env().steps, settings_from_env().learning_rate) == (3, 1e-4)
+
+
+def test_step_scores_the_masked_distribution_it_sampled(bench):
+    # the backend reports the logprobs of the masked (renormalised) distribution it sampled
+    # from; the step's behaviour logprobs are teacher-forced under the same mask: they agree.
+    # Scored without the mask, the tiny model's near-uniform distribution over ~49k tokens
+    # would put them ~10 nats/token apart.
+    gap = bench["recs"]["trained"].metrics["logprob_gap_sampled_minus_trained"]
+    assert gap is not None and abs(gap) < 1e-3

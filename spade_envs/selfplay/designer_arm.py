@@ -227,7 +227,8 @@ class DesignerArm:
         diffs, gaps = [], []
         for p in picked:
             s = stored[p.cid]
-            start = token_logps(self.start_model, s.prompt_ids, s.completion_ids, self.trainer.config.temperature)
+            start = token_logps(self.start_model, s.prompt_ids, s.completion_ids, self.trainer.config.temperature,
+                                allowed=self.trainer.constraints.allowed(s.prompt_ids, s.completion_ids))
             diffs.extend(a - b for a, b in zip(s.logprobs, start))
             sampled = list(p.logprobs)[:len(s.logprobs)]
             if sampled and len(sampled) == len(s.logprobs) and any(sampled):
@@ -246,10 +247,14 @@ def _settled_groups(ledger: Any) -> list[list[Any]]:
     return ready
 
 
-def token_logps(model: Any, prompt_ids: list[int], completion_ids: list[int], temperature: float = 1.0) -> list[float]:
+def token_logps(model: Any, prompt_ids: list[int], completion_ids: list[int], temperature: float = 1.0, *,
+                allowed: list[list[int]] | None = None) -> list[float]:
     """Per-token logprobs of ``completion_ids`` after ``prompt_ids`` under ``model``,
-    temperature-scaled as the GRPO loss scores them."""
+    temperature-scaled as the GRPO loss scores them; with ``allowed`` (the allowed ids at
+    each position of a schema-constrained completion) under that mask, renormalised."""
     import torch
+
+    from .constrained_scoring import masked_token_logps
 
     if not completion_ids:
         return []
@@ -259,8 +264,12 @@ def token_logps(model: Any, prompt_ids: list[int], completion_ids: list[int], te
         # only the positions that predict a completion token are projected onto the vocabulary
         out = model(input_ids=ids, logits_to_keep=len(completion_ids) + 1).logits
         logits = out[0, :-1].float() / max(float(temperature), 1e-6)
-    lp = torch.log_softmax(logits, dim=-1).gather(1, ids[0, len(prompt_ids):].unsqueeze(1)).squeeze(1)
-    return [float(x) for x in lp.tolist()]
+    keep = torch.ones_like(logits, dtype=torch.bool)
+    for t, ids_t in enumerate(allowed or []):
+        keep[t] = False
+        keep[t, [a for a in ids_t if a < keep.size(1)]] = True
+    lp, _ = masked_token_logps(logits.unsqueeze(0), ids[:, len(prompt_ids):], keep.unsqueeze(0))
+    return [float(x) for x in lp[0].tolist()]
 
 
 def _step_metrics(rec: StepRecord, out: dict[str, Any], kl: float | None, lp_gap: float | None) -> dict[str, Any]:

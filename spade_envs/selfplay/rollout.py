@@ -56,6 +56,9 @@ class StoredCompletion:
     completion_ids: list[int]
     logprobs: list[float]
     reward: float | None = None
+    #: the JSON schema it was decoded under (params mode), None when free: the step scores
+    #: it under that mask (:mod:`.constrained_scoring`)
+    json_schema: dict | None = None
 
 
 def split_episode(episode: Episode, filler_id: int) -> tuple[list[int], list[int], list[float], list[int]]:

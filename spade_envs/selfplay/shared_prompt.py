@@ -67,15 +67,13 @@ def plan(input_ids: Any, attention_mask: Any, logits_to_keep: int) -> SharedPlan
     return SharedPlan(first=first, inverse=inverse, prompt_len=p)
 
 
-def shared_prompt_logps(model: Any, input_ids: Any, attention_mask: Any, logits_to_keep: int, split: SharedPlan,
-                        *, autocast: Callable[[], AbstractContextManager], compute_entropy: bool = False
-                        ) -> tuple[Any, Any]:
-    """``(logps, entropies or None)``, each ``(N, logits_to_keep)``, of a batch laid out as
-    the module docstring says, through ``model``'s fused LM head, each forward under
-    ``autocast()`` (the accelerator's mixed precision)."""
+def prompt_cache(model: Any, input_ids: Any, attention_mask: Any, split: SharedPlan, *,
+                 autocast: Callable[[], AbstractContextManager]) -> tuple[Any, Any]:
+    """``(cache, tail)``: the KV cache of the batch's distinct prompts, run once and
+    gathered out to the rows, and the columns each row still runs (``P .. L-1``)."""
     from transformers import DynamicCache
 
-    p, keep = split.prompt_len, int(logits_to_keep)
+    p = split.prompt_len
     config = getattr(model, "config", None)
     cache = DynamicCache(config=config) if config is not None else DynamicCache()
     with autocast():
@@ -83,8 +81,18 @@ def shared_prompt_logps(model: Any, input_ids: Any, attention_mask: Any, logits_
         model(input_ids=input_ids[split.first, :p], attention_mask=attention_mask[split.first, :p],
               past_key_values=cache, use_cache=True, logits_to_keep=1)
     cache.batch_select_indices(split.inverse)  # each row's prompt (a gather: gradients add up per prompt)
-    tail = input_ids[:, p:]
-    labels = tail.masked_fill(attention_mask[:, p:] == 0, -100)
+    return cache, input_ids[:, p:]
+
+
+def shared_prompt_logps(model: Any, input_ids: Any, attention_mask: Any, logits_to_keep: int, split: SharedPlan,
+                        *, autocast: Callable[[], AbstractContextManager], compute_entropy: bool = False
+                        ) -> tuple[Any, Any]:
+    """``(logps, entropies or None)``, each ``(N, logits_to_keep)``, of a batch laid out as
+    the module docstring says, through ``model``'s fused LM head, each forward under
+    ``autocast()`` (the accelerator's mixed precision)."""
+    keep = int(logits_to_keep)
+    cache, tail = prompt_cache(model, input_ids, attention_mask, split, autocast=autocast)
+    labels = tail.masked_fill(attention_mask[:, split.prompt_len:] == 0, -100)
     labels[:, 0] = -100  # the last prompt token: only its prediction of the next one is scored
     with autocast():
         out = model(input_ids=tail, attention_mask=attention_mask, past_key_values=cache, labels=labels,

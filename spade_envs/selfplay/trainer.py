@@ -91,6 +91,10 @@ class SelfPlayTrainer:
         self.rollout = SelfPlayRollout(self.agent, filler, failed_reward=config.failed_play_reward,
                                        unterminated_reward=config.unterminated_reward)
         self.grpo.rollout_func = self.rollout
+        from .constrained_scoring import TokenConstraints
+
+        #: the stored designer completions decoded under a schema, scored under its mask
+        self.constraints = self.grpo.spade_constraints = TokenConstraints(self.tokenizer)
         if registry is None:
             from ..registry.store import Registry
 
@@ -150,7 +154,8 @@ class SelfPlayTrainer:
         n = self.config.designer_max_new_tokens
         out = [list(p.logprobs[:n]) for p in props]
         # constrained decoding (params mode) samples from a masked distribution: score the
-        # completion under the unconstrained policy, as the loss does
+        # completion under that mask at the loss temperature, as the loss does (the caller
+        # registered it in self.constraints)
         forced = [i for i, p in enumerate(props) if self.scripted or p.is_params or len(out[i]) != len(p.completion_ids[:n])
                   or (p.completion_ids and not any(out[i]))]
         scored = teacher_forced_logps_batch(self.grpo, [(props[i].prompt_ids, props[i].completion_ids[:n]) for i in forced])
@@ -210,9 +215,12 @@ class SelfPlayTrainer:
             self.ledger.add(cand)
             if key is None and p.valid:
                 self.ledger.finalize_candidate(cand)
+        n = cfg.designer_max_new_tokens
+        for p in props:
+            self.constraints.add(p.prompt_ids, p.completion_ids[:n], p.decoding_schema)
         for p, lps in zip(props, self._behaviour_logprobs(props)):
-            self.rollout.designer[p.cid] = StoredCompletion(p.prompt_ids, p.completion_ids[:cfg.designer_max_new_tokens],
-                                                            lps)
+            self.rollout.designer[p.cid] = StoredCompletion(p.prompt_ids, p.completion_ids[:n], lps,
+                                                            json_schema=p.decoding_schema)
         return props, new_keys
 
     def _variant_memory(self) -> Any:
@@ -406,7 +414,9 @@ class SelfPlayTrainer:
         step = self._grpo_step(rows, cfg.designer_group_size, behaviour=True)
         for g in groups:
             for c in g:
-                self.rollout.designer.pop(c.cid, None)
+                done = self.rollout.designer.pop(c.cid, None)
+                if done is not None:
+                    self.constraints.discard(done.prompt_ids, done.completion_ids)
         return DesignerStats.of(groups, [float(x) for x in rewards], step)
 
     # -- checkpoints -------------------------------------------------------------------------
@@ -427,6 +437,8 @@ class SelfPlayTrainer:
         self.buffer = ReplayBuffer.from_json(state["buffer"])
         self.ledger = DesignerLedger.from_json(state["ledger"])
         self.rollout.designer = {k: StoredCompletion(**v) for k, v in state["designer_completions"].items()}
+        for stored in self.rollout.designer.values():
+            self.constraints.add(stored.prompt_ids, stored.completion_ids, stored.json_schema)
         self.rollout.sources = dict(state["sources"])
         self.hint_sources, self.hint_cache = dict(state["hint_sources"]), dict(state.get("hint_cache", {}))
         self.plays, self.estimates = dict(state.get("plays", {})), dict(state["estimates"])

@@ -23,7 +23,9 @@ subclasses), never by patching an instance:
   TRL's 2-D padding mask for the 4-D Prefix Sliding mask (and real-token positions);
   TRL keeps building labels from the 2-D mask. Rows that share a prompt (a GRPO group)
   are scored with one forward of it (:mod:`.shared_prompt`) where that is exact: one
-  process, no Prefix Sliding, no multimodal inputs, a model that keeps its cache.
+  process, no Prefix Sliding, no multimodal inputs, a model that keeps its cache. Rows
+  registered in ``spade_constraints`` (completions decoded under a JSON schema) are
+  scored under that mask, renormalised (:mod:`.constrained_scoring`), in every forward.
 
 :func:`grpo_step` drives one optimizer step the way ``Trainer._inner_training_loop``
 does: ``training_step`` ``k`` times (the first call generates the whole batch through
@@ -93,6 +95,9 @@ class SelfPlayGRPOTrainer(GRPOTrainer):
         self.spade_rows_filtered = 0  #: rows taken out of the loss in the last generation batch (this rank)
         #: score rows that share a prompt with one forward of it (:mod:`.shared_prompt`); False: TRL's path
         self.spade_share_prompts = True
+        #: completions decoded under a JSON schema, scored under the same mask
+        #: (:class:`~.constrained_scoring.TokenConstraints`; None: none registered)
+        self.spade_constraints: Any = None
         self._sliding = tuple(prefix_sliding) if prefix_sliding else None
         self._sliding_keep: int | None = None
         if self._sliding:
@@ -143,6 +148,9 @@ class SelfPlayGRPOTrainer(GRPOTrainer):
 
     def _get_per_token_logps_and_entropies(self, model: Any, input_ids: Any, attention_mask: Any,
                                            logits_to_keep: int, *args: Any, **kwargs: Any) -> Any:
+        constrained = self._constrained_scores(model, input_ids, attention_mask, logits_to_keep, args, kwargs)
+        if constrained is not None:
+            return (*constrained, None)
         shared = self._shared_prompt_split(model, input_ids, attention_mask, logits_to_keep, args, kwargs)
         if shared is not None:
             from .shared_prompt import score_in_chunks
@@ -160,6 +168,41 @@ class SelfPlayGRPOTrainer(GRPOTrainer):
                                                               *args, **kwargs)
         finally:
             self._sliding_keep = None
+
+    # -- schema-constrained rows (constrained_scoring.py) -------------------------------------
+    def _constrained_scores(self, model: Any, input_ids: Any, attention_mask: Any, logits_to_keep: int,
+                            args: tuple, kwargs: dict) -> tuple[Any, Any] | None:
+        """``(logps, entropies)`` of a batch holding registered constrained completions,
+        under their masks, in TRL's chunks (each prompt once where the shared-prompt path
+        applies); None for a batch without any (TRL's forward, or the shared one, runs)."""
+        import torch
+
+        table = self.spade_constraints
+        if table is None or not len(table) or args:
+            return None
+        width = int(self.accelerator.unwrap_model(model).config.vocab_size)
+        allowed = table.masks(input_ids, attention_mask, logits_to_keep, width)
+        if allowed is None:
+            return None
+        from .constrained_scoring import constrained_logps
+        from .shared_prompt import plan
+
+        shareable = self._shared_prompt_split(model, input_ids, attention_mask, logits_to_keep, args, kwargs) is not None
+        size = int(kwargs.get("batch_size") or input_ids.size(0))
+        entropy = bool(kwargs.get("compute_entropy"))
+        parts = []
+        self._sliding_keep = int(logits_to_keep) if self._sliding else None
+        try:
+            for start in range(0, input_ids.size(0), size):
+                ids, mask = input_ids[start:start + size], attention_mask[start:start + size]
+                split = plan(ids, mask, logits_to_keep) if shareable else None
+                parts.append(constrained_logps(model, ids, mask, logits_to_keep, allowed[start:start + size],
+                                               temperature=self.temperature, autocast=self.accelerator.autocast,
+                                               split=split, compute_entropy=entropy))
+        finally:
+            self._sliding_keep = None
+        return (torch.cat([p[0] for p in parts], dim=0),
+                torch.cat([p[1] for p in parts], dim=0) if entropy else None)
 
     # -- shared-prompt scoring (shared_prompt.py) ---------------------------------------------
     def _shared_prompt_split(self, model: Any, input_ids: Any, attention_mask: Any, logits_to_keep: int,
