@@ -19,10 +19,12 @@ multiplies through oneDNN with a packed copy of its weight. Contracts:
 * outputs agree with ``F.linear`` to float rounding (about 1e-6 on the default model);
 * a forward with gradients enabled, on another device or dtype, is ``F.linear`` itself,
   so training and autograd are untouched;
-* the packed copy is made on a layer's first packed forward and made again when the
-  weight changes (its version counter moves on every in-place update: an optimizer
-  step, ``load_state_dict``; its storage moves with ``.to()``), so a model trained in
-  the same process is never run with stale weights;
+* the packed copy is made on a layer's first packed forward in each outermost block and
+  never outlives it into the next one, so a model trained in the same process between
+  two generations is never run with stale weights. The version counter cannot tell:
+  ``torch.optim.AdamW(fused=True)`` (transformers' default ``adamw_torch_fused``)
+  writes the parameters in place without moving it. Inside a block the copy is made
+  again when the counter or the storage moves (a ``load_state_dict``-style write, ``.to()``);
 * packed copies cost a second copy of the weights in memory (540 MB for the default
   model), held while the module lives;
 * the block may be entered again (nested, or from another generation): the layers are
@@ -121,6 +123,8 @@ def packed_linears(model: Any) -> Iterator[None]:
     with _lock:
         depth = _depth.get(model, 0)
         if depth == 0:
+            for module in model.modules():  # weights may have changed since the last block
+                _packed.pop(module, None)
             _switch(model, True)
         _depth[model] = depth + 1
     try:

@@ -102,3 +102,21 @@ def test_generation_is_the_same_with_and_without_packing():
     for a, b in zip(plain, packed):
         assert a.token_ids == b.token_ids
         assert max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs)) < 1e-4
+
+
+def test_a_fused_optimizer_step_between_two_blocks_is_seen():
+    # fused AdamW (transformers' default optimizer) updates parameters in place WITHOUT
+    # moving their version counter: the next generation block must still see new weights
+    model = _model()
+    opt = torch.optim.AdamW(model.parameters(), lr=0.1, fused=True)
+    x = torch.randn(6, 40)
+    with packed_linears(model), torch.no_grad():
+        before = model(x)
+    version = model[0].weight._version
+    model(x).square().sum().backward()
+    opt.step()
+    assert model[0].weight._version == version  # what makes the counter useless here
+    with packed_linears(model), torch.no_grad():
+        after = model(x)
+    assert torch.allclose(after, _plain(model, x), atol=1e-5)
+    assert not torch.allclose(after, before, atol=1e-3)
