@@ -155,6 +155,20 @@ def test_bench_is_listed_and_bad_settings_are_refused_first(monkeypatch):
     assert (settings_from_env().steps, settings_from_env().learning_rate) == (3, 1e-4)
 
 
+def test_invalid_penalty_knob_reaches_every_arm_and_is_bounded(monkeypatch, tmp_path):
+    from spade_envs.selfplay.config import SelfPlayConfigError
+    from spade_envs.selfplay.designer_bench import DEFAULTS, arm_config, settings_from_env
+
+    assert arm_config(DEFAULTS, tmp_path, "trained").invalid_penalty == -1.0  # the preset's
+    for bad in ("-2", "0.5", "harsh", "nan"):
+        monkeypatch.setenv("SPADE_BENCH_INVALID_PENALTY", bad)
+        with pytest.raises(SelfPlayConfigError, match="SPADE_BENCH_INVALID_PENALTY"):
+            settings_from_env()
+    monkeypatch.setenv("SPADE_BENCH_INVALID_PENALTY", "0")
+    s = settings_from_env()
+    assert {arm_config(s, tmp_path, a).invalid_penalty for a in ("trained", "control")} == {0.0}
+
+
 def test_step_scores_the_masked_distribution_it_sampled(bench):
     # the backend reports the logprobs of the masked (renormalised) distribution it sampled
     # from; the step's behaviour logprobs are teacher-forced under the same mask: they agree.

@@ -30,7 +30,10 @@ goes to stderr.
 Settings from the environment (defaults in :data:`DEFAULTS`): ``SPADE_BENCH_STEPS``,
 ``SPADE_BENCH_PROMPTS``, ``SPADE_BENCH_GROUP``, ``SPADE_BENCH_PLAYS``,
 ``SPADE_BENCH_HELDOUT``, ``SPADE_BENCH_MODEL``, ``SPADE_BENCH_LR``, ``SPADE_BENCH_BETA``,
-``SPADE_BENCH_TEMPERATURE``, ``SPADE_BENCH_REWARD_SCALE``, ``SPADE_BENCH_SEED``.
+``SPADE_BENCH_TEMPERATURE``, ``SPADE_BENCH_REWARD_SCALE``, ``SPADE_BENCH_INVALID_PENALTY``
+(a rejected proposal's reward, -1 to 0; unset: the preset's), ``SPADE_BENCH_SEED``. Under
+the preset's ``scale_rewards="group"`` a reward scale cancels in the advantages; the
+invalid penalty is what weighs validity against regret.
 ``--quick``: the tiny random model, 2 steps of 1 prompt x 2, 1 + 1 plays, 2 held-out
 proposals (its figures mean nothing; it checks the wiring).
 """
@@ -69,6 +72,7 @@ class BenchSettings:
     beta: float = 0.0
     temperature: float = 0.6
     reward_scale: float | None = None
+    invalid_penalty: float | None = None  # None: the preset's (cpu-smol: -1; SPADE: 0)
     seed: int = 0
     max_turns: int = 2
     agent_max_new_tokens: int = 48
@@ -92,6 +96,8 @@ def arm_config(s: BenchSettings, out_dir: Path, arm: str) -> Any:
                      # designer rows only (~700 tokens): one micro-batch, each group's prompt run once
                      # (shared_prompt.py; gradient checkpointing would drop the prompt's cache)
                      gradient_checkpointing=False, micro_batch_size=s.prompts * s.group)
+    if s.invalid_penalty is not None:
+        overrides["invalid_penalty"] = s.invalid_penalty
     for k, v in overrides.items():
         setattr(cfg, k, v)
     return cfg
@@ -267,7 +273,7 @@ def run_designer_bench(s: BenchSettings, out_dir: str | Path, say: Callable[[str
     return result
 
 
-def _env(name: str, default: Any, kind: type, minimum: float = 0) -> Any:
+def _env(name: str, default: Any, kind: type, minimum: float = 0, maximum: float = math.inf) -> Any:
     from .config import SelfPlayConfigError
 
     text = os.environ.get(name)
@@ -278,10 +284,11 @@ def _env(name: str, default: Any, kind: type, minimum: float = 0) -> Any:
     try:
         value = kind(text)
     except ValueError:
-        value = -1
-    if not value >= minimum:
-        raise SelfPlayConfigError(f"{name} must be a {'whole ' if kind is int else ''}number of at least {minimum:g}, "
-                                  f"got {text!r}")
+        value = math.nan
+    if not minimum <= value <= maximum:
+        upto = f" and at most {maximum:g}" if maximum < math.inf else ""
+        raise SelfPlayConfigError(f"{name} must be a {'whole ' if kind is int else ''}number of at least {minimum:g}"
+                                  f"{upto}, got {text!r}")
     return value
 
 
@@ -298,6 +305,7 @@ def settings_from_env(quick: bool = False) -> BenchSettings:
         beta=_env("SPADE_BENCH_BETA", base.beta, float, 0),
         temperature=_env("SPADE_BENCH_TEMPERATURE", base.temperature, float, 0.01),
         reward_scale=_env("SPADE_BENCH_REWARD_SCALE", d.reward_scale, float, 0),
+        invalid_penalty=_env("SPADE_BENCH_INVALID_PENALTY", d.invalid_penalty, float, -1, 0),
         seed=_env("SPADE_BENCH_SEED", base.seed, int, 0), max_turns=base.max_turns,
         agent_max_new_tokens=base.agent_max_new_tokens)
 
