@@ -50,6 +50,7 @@ import time
 import pytest
 
 from json_check import matches
+from logprob_check import worst_logprob_gap
 
 pytest.importorskip("vllm")
 pytest.importorskip("trl")
@@ -200,13 +201,7 @@ def test_generation_over_http(backend, trainer, model_dir):
     # the sampling logprobs (processed, temperature 1) are the checkpoint's, as the trainer loaded it
     # (a fresh fp32 forward: the trainer's own model runs under bf16 autocast)
     model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32).eval()
-    worst = 0.0
-    with torch.no_grad():
-        for g in gens:
-            ids = torch.tensor([g.prompt_token_ids + g.token_ids])
-            logits = model(ids).logits[0, len(g.prompt_token_ids) - 1:-1].float()
-            ref = torch.log_softmax(logits, -1).gather(1, torch.tensor(g.token_ids).unsqueeze(1)).squeeze(1)
-            worst = max(worst, float((ref - torch.tensor(g.logprobs)).abs().max()))
+    worst = worst_logprob_gap(model, gens)
     assert worst < LOGPROB_TOL, worst
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import pytest
 
 from json_check import matches
+from logprob_check import worst_logprob_gap
 
 pytest.importorskip("vllm")
 pytest.importorskip("trl")
@@ -123,20 +124,6 @@ def test_colocated_guided_json(backend):
     assert not any(valid(g.text) for g in free)
 
 
-def _worst_logprob_gap(model, gens) -> float:
-    """Largest |engine - model| sampling logprob over the tokens of ``gens`` (teacher-forced)."""
-    import torch
-
-    worst = 0.0
-    with torch.no_grad():
-        for g in gens:
-            ids = torch.tensor([g.prompt_token_ids + g.token_ids])
-            logits = model(ids).logits[0, len(g.prompt_token_ids) - 1:-1].float()
-            ref = torch.log_softmax(logits, -1).gather(1, torch.tensor(g.token_ids).unsqueeze(1)).squeeze(1)
-            worst = max(worst, float((ref - torch.tensor(g.logprobs)).abs().max()))
-    return worst
-
-
 def _optimizer_step_worth(trainer) -> None:
     """Change the trainer's weights (every linear layer and the final norm) and advance the step."""
     import torch
@@ -162,7 +149,7 @@ def test_weight_push_reaches_the_engine_or_is_refused_before_writing(backend, tr
     model = trainer.accelerator.unwrap_model(trainer.model)
     before = backend.generate([PROMPT] * 2, max_new_tokens=6, temperature=1.0, seed=4)
     _optimizer_step_worth(trainer)
-    assert weights_stale(trainer) and _worst_logprob_gap(model, before) > 5 * LOGPROB_TOL  # a change the engine must see
+    assert weights_stale(trainer) and worst_logprob_gap(model, before) > 5 * LOGPROB_TOL  # a change the engine must see
     if repacked_weights(backend.llm):
         engine = backend.llm.llm_engine.model_executor.driver_worker.model_runner.model
         norm = engine.get_parameter("model.norm.weight").detach().clone()
@@ -173,7 +160,7 @@ def test_weight_push_reaches_the_engine_or_is_refused_before_writing(backend, tr
     else:
         after = backend.generate([PROMPT] * 2, max_new_tokens=6, temperature=1.0, seed=4)
         assert not weights_stale(trainer)
-        assert _worst_logprob_gap(model, after) < LOGPROB_TOL  # the engine computes with the trained weights
+        assert worst_logprob_gap(model, after) < LOGPROB_TOL  # the engine computes with the trained weights
 
 
 @pytest.mark.timeout(400)
