@@ -176,3 +176,36 @@ def test_step_scores_the_masked_distribution_it_sampled(bench):
     # would put them ~10 nats/token apart.
     gap = bench["recs"]["trained"].metrics["logprob_gap_sampled_minus_trained"]
     assert gap is not None and abs(gap) < 1e-3
+
+
+def test_quick_run_reports_every_key_and_saves_loadable_designers(tmp_path):
+    # the whole bench on the tiny model (--quick): every --json key, and each arm's designer
+    # saved as a transformers checkpoint holding exactly the weights the arm ended on
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from spade_envs.selfplay.designer_bench import run_designer_bench
+
+    result = run_designer_bench(QUICK, tmp_path, say=lambda text: None)
+    assert {"arms", "steps", "comparison", "heldout_parents", "settings"} <= set(result)
+    assert (tmp_path / "designer.json").is_file() and len(result["steps"]) == QUICK.steps
+    for name in ("trained", "control"):
+        arm = result["arms"][name]
+        folder = arm["checkpoint"]
+        assert folder == str(tmp_path / name / "designer")
+        model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
+        assert weights_hash(model) == arm["final_weights_sha256"]
+    assert result["arms"]["untrained"]["checkpoint"] is None
+
+
+def test_checkpoint_holds_the_stepped_weights(bench, tmp_path):
+    # after a real step the saved designer is the stepped one, not the start
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from spade_envs.selfplay.designer_arm import save_checkpoint
+
+    trainer = bench["arms"]["trained"].trainer
+    folder = save_checkpoint(trainer, tmp_path / "designer")
+    saved = weights_hash(AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32))
+    assert saved == weights_hash(trainer.model) != bench["before"]["trained"]

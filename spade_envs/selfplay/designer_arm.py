@@ -11,6 +11,8 @@ Contract:
   arm plays a point on the same seeds) and caches the returns: a point proposed by two
   arms is scored once and both see the same figures. Returns go through the trainer's
   own agent reward (``SelfPlayRollout.reward_of``);
+- :func:`save_checkpoint` writes an arm's designer as a transformers folder, so its
+  figures can be checked by playing it elsewhere;
 - :class:`DesignerArm` drives the trainer's OWN code for everything it measures: the
   proposals are ``SelfPlayTrainer._design`` (params mode), the returns go into the
   trainer's settlement (``SelfPlayTrainer.settle_env``: SPADE's regret and, through its
@@ -29,6 +31,7 @@ import hashlib
 import json
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 from statistics import fmean
 from typing import Any
 
@@ -40,6 +43,20 @@ def weights_hash(model: Any) -> str:
         h.update(name.encode())
         h.update(t.detach().cpu().contiguous().float().numpy().tobytes())
     return h.hexdigest()
+
+
+def save_checkpoint(trainer: Any, folder: str | Path) -> str:
+    """Write ``trainer``'s current designer (policy) weights and tokenizer to ``folder`` as a
+    transformers checkpoint (safetensors, the training dtype): ``from_pretrained(folder)``
+    loads it, and so does any spade model setting (``model=``, ``SPADE_BENCH_MODEL``,
+    ``--set model=``). Returns the folder."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    model = trainer.model
+    model = model.module if hasattr(model, "module") else model
+    model.save_pretrained(folder, safe_serialization=True)
+    trainer.tokenizer.save_pretrained(folder)
+    return str(folder)
 
 
 def fresh_copy(model: Any) -> Any:

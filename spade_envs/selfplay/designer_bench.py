@@ -24,8 +24,10 @@ distributions of the first and last quarter, and ``comparison`` (last-quarter me
 proposal regret, trained - control and trained - untrained, bootstrap 95 % interval and
 permutation p-value, the same on the held-out parents): :mod:`.designer_stats`. Output
 folder ``SPADE_BENCH_OUT`` (``runs/bench-designer``): ``designer.png``, ``tensorboard/``,
-``designer.json`` (and ``steps.jsonl``, one line per step as it ends). Progress (a bar)
-goes to stderr.
+``designer.json`` (and ``steps.jsonl``, one line per step as it ends), and the trained and
+control designers after the last step as transformers checkpoints, ``trained/designer/``
+and ``control/designer/`` (``arms.<arm>.checkpoint``; any model setting takes the folder).
+Progress (a bar) goes to stderr.
 
 Settings from the environment (defaults in :data:`DEFAULTS`): ``SPADE_BENCH_STEPS``,
 ``SPADE_BENCH_PROMPTS``, ``SPADE_BENCH_GROUP``, ``SPADE_BENCH_PLAYS``,
@@ -51,7 +53,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import designer_stats as st
-from .designer_arm import DesignerArm, PointScorer, frozen_agent, weights_hash
+from .designer_arm import DesignerArm, PointScorer, frozen_agent, save_checkpoint, weights_hash
 
 TARGET_DELTA = 0.05
 TARGET_P = 0.05
@@ -216,6 +218,9 @@ def run_designer_bench(s: BenchSettings, out_dir: str | Path, say: Callable[[str
             step_rows.append(row)
             with open(out / "steps.jsonl", "a") as fh:  # partial runs leave their steps behind
                 fh.write(json.dumps(row, default=str) + "\n")
+        # the designers the comparison is about, saved before anything else can go wrong
+        checkpoints = {name: save_checkpoint(arms[name].trainer, out / name / "designer")
+                       for name in ("trained", "control")}
         untrained_tr = make(cfgs["untrained"])
         initial["untrained"] = weights_hash(untrained_tr.model)
         arms["untrained"] = DesignerArm("untrained", untrained_tr, scorer, start_model, train=False, seed=s.seed)
@@ -251,6 +256,7 @@ def run_designer_bench(s: BenchSettings, out_dir: str | Path, say: Callable[[str
             "first_quarter": st.knob_distributions([p for r in recs if r.step in arm_first for p in r.proposals]),
             "last_quarter": st.knob_distributions([p for r in recs if r.step in arm_last for p in r.proposals]),
             "initial_weights_sha256": initial[name], "final_weights_sha256": weights_hash(arms[name].trainer.model),
+            "checkpoint": checkpoints.get(name),
             "received_true_rewards": [r.trained_rewards == r.true_rewards for r in recs],
         }
     png = st.plot({k: records[k] for k in ("trained", "control")}, out / "designer.png")
