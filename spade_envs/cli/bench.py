@@ -20,6 +20,7 @@ BENCHMARKS = {
     "acceptance": "spade_envs.designer.bench_acceptance",
     "learning": "spade_envs.selfplay.learning_bench",
     "designer": "spade_envs.selfplay.designer_bench",
+    "designer-checkpoint": "spade_envs.selfplay.designer_checkpoint",
 }
 
 

@@ -36,6 +36,8 @@ Settings from the environment (defaults in :data:`DEFAULTS`): ``SPADE_BENCH_STEP
 (a rejected proposal's reward, -1 to 0; unset: the preset's), ``SPADE_BENCH_SEED``. Under
 the preset's ``scale_rewards="group"`` a reward scale cancels in the advantages; the
 invalid penalty is what weighs validity against regret.
+``spade bench designer-checkpoint`` (:mod:`.designer_checkpoint`) scores a saved designer
+against the untrained one on parents of your choice.
 ``--quick``: the tiny random model, 2 steps of 1 prompt x 2, 1 + 1 plays, 2 held-out
 proposals (its figures mean nothing; it checks the wiring).
 """
@@ -142,7 +144,8 @@ def propose_heldout(arm: DesignerArm, parents: list[str], n: int, seed: int) -> 
     return out
 
 
-def _summary(props: list[dict[str, Any]]) -> dict[str, Any]:
+def proposal_summary(props: list[dict[str, Any]]) -> dict[str, Any]:
+    """Valid rate, mean regret per proposal (invalid: 0), frontier share and knob distributions."""
     from statistics import fmean
 
     return {"proposals": len(props), "valid_rate": sum(p["valid"] for p in props) / len(props) if props else 0.0,
@@ -264,7 +267,7 @@ def run_designer_bench(s: BenchSettings, out_dir: str | Path, say: Callable[[str
     result = {
         "arms": arms_out, "steps": step_rows, "comparison": comparison,
         "heldout_parents": {"parents": heldout_ids,
-                            **{name: _summary(heldout.get(name, [])) for name in ("trained", "control")}},
+                            **{name: proposal_summary(heldout.get(name, [])) for name in ("trained", "control")}},
         "settings": {**asdict(s), "out_dir": str(out), "plot": str(png) if png else None, "tensorboard": tb,
                      "frozen_agent_sha256_before": frozen_before, "frozen_agent_sha256_after": frozen_after,
                      "frozen_agent_unchanged": frozen_before == frozen_after,
