@@ -16,8 +16,8 @@ split's), and the bench's other ``SPADE_BENCH_*`` values. Output: ``checkpoint.j
 ``SPADE_BENCH_OUT`` (``runs/bench-designer-checkpoint``) and the returned dict:
 ``checkpoint``, ``parents``, per designer (``designers.checkpoint``,
 ``designers.untrained``) its ``summary`` (valid rate, mean regret per proposal, frontier
-share, knob distributions) and its ``proposals``, and ``comparison`` (checkpoint - untrained mean regret per proposal, bootstrap
-95 % interval, permutation p-value). Bad settings are refused before any model loads.
+share, knob distributions) and its ``proposals``, and ``comparison`` (checkpoint -
+untrained mean regret per proposal, bootstrap 95 % interval, permutation p-value). Bad settings are refused before any model loads.
 """
 
 from __future__ import annotations
