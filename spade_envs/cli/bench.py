@@ -17,6 +17,7 @@ BENCHMARKS = {
     "registry": "spade_envs.benches.registry",
     "rollout": "spade_envs.benches.rollout",
     "prefix-sliding": "spade_envs.benches.prefix_sliding",
+    "sampling": "spade_envs.benches.sampling",
     "acceptance": "spade_envs.designer.bench_acceptance",
     "learning": "spade_envs.selfplay.learning_bench",
     "designer": "spade_envs.selfplay.designer_bench",
