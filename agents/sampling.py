@@ -26,7 +26,7 @@ def draw(logp_all: Any, generator: Any) -> Any:
     total = cum[:, -1]
     if not bool(torch.isfinite(total).all()) or bool((total <= 0).any()):
         raise RuntimeError("cannot sample: a row's probabilities are NaN, infinite or all zero")
-    u = torch.rand((cum.shape[0], 1), generator=generator, dtype=torch.float64, device=cum.device) * cum[:, -1:]
+    u = torch.rand((cum.shape[0], 1), generator=generator, dtype=torch.float64, device=cum.device) * total[:, None]
     return torch.searchsorted(cum, u, right=True).squeeze(-1).clamp_(max=cum.shape[-1] - 1)
 
 

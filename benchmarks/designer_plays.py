@@ -11,9 +11,10 @@ parents at their default point, all in one batch) with:
 - ``float32``: float32 weights, the shipped sampler (what the bench runs);
 - ``bfloat16``: the frozen agent's weights cast to bfloat16, the shipped sampler.
 
-After an untimed warm-up of both weight copies, each variant plays the same tasks with the
-same seeds on a fresh scorer (nothing cached), ``--repeats`` times, interleaved; the medians and ``ratio_<variant>`` =
-baseline / variant are printed (``--json``: one JSON object). Progress on stderr.
+After an untimed warm-up of both weight copies, each variant plays the same tasks with
+the same seeds on a fresh scorer (nothing cached), ``--repeats`` times, interleaved; the
+medians and ``ratio_<variant>`` = baseline / variant are printed (``--json``: one JSON
+object). Progress on stderr.
 
     .venv/bin/python benchmarks/designer_plays.py --parents 8 --plays 4 --repeats 2
 """

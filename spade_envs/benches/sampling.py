@@ -4,8 +4,10 @@ For decode batches of 1, 8 and 64 rows over the default model's vocabulary (4915
 logits of a realistic spread at the presets' temperature 0.6, both samplers draw from the
 same log-probabilities, interleaved so load from other processes hits both alike; the
 median time per call is reported with ``ratio_speed_<rows>`` (multinomial / ours).
-``max_abs_freq_error``: over 200k draws from a fixed 4-token distribution, the largest gap
-between the observed frequency and the probability (sampling noise is about 1e-3).
+``max_abs_freq_error``: over 200k draws from a fixed 5-token distribution (one token of
+probability 1e-4, one of 0), the largest gap between the observed frequency and the
+probability (sampling noise is about 1e-3);
+``zero_probability_drawn``: how often the token of probability 0 came up (must be 0).
 """
 
 from __future__ import annotations
