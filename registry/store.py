@@ -110,12 +110,26 @@ class Registry(StoreReads):
     def _pragma(self, name: str) -> int:
         return int(self._conn.execute(f"PRAGMA {name}").fetchone()[0])
 
+    def _identity(self) -> tuple[int, int, int]:
+        """(schema objects, application_id, user_version) read in ONE snapshot: three
+        autocommit reads can straddle another process's first initialisation and see its
+        tables without the identity it writes in the same transaction."""
+        own = not self._conn.in_transaction
+        if own:
+            self._conn.execute("BEGIN")
+        try:
+            objects = int(self._conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0])
+            return objects, self._pragma("application_id"), self._pragma("user_version")
+        finally:
+            if own and self._conn.in_transaction:
+                self._conn.execute("COMMIT")
+
     def _check_identity(self) -> bool:
         """True when the file is an empty, uninitialised database; raise for a foreign
         or newer one."""
-        app_id, version = self._pragma("application_id"), self._pragma("user_version")
+        objects, app_id, version = self._identity()
         if app_id == 0 and version == 0:
-            if self._conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+            if objects:
                 raise RegistryFormatError(
                     f"{self.path} is an SQLite database of another application, not a spade registry; "
                     "it was left untouched", kind="foreign")
@@ -158,9 +172,22 @@ class Registry(StoreReads):
             raise RegistryError(f"{self.path} {what} and was opened read-only; `spade registry list` "
                                 "initialises or upgrades it (or open it for writing)")
         if not self.readonly:
-            if self._conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-                self._conn.execute("PRAGMA journal_mode = WAL")
+            self._use_wal()
             self._conn.execute("PRAGMA synchronous = NORMAL")
+
+    def _use_wal(self) -> None:
+        """Switch the file to WAL (persistent: the first writer does it for all). The
+        switch needs the file to itself and SQLite does not wait for it (no busy
+        handler), so a process that meets another one's open is retried here, up to
+        the busy timeout."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while self._conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            try:
+                self._conn.execute("PRAGMA journal_mode = WAL")
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
 
     def close(self) -> None:
         self._conn.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import signal
+import threading
 import time
 
 from registry_helpers import synthetic_source
@@ -101,3 +102,60 @@ def test_sigkill_mid_transaction_leaves_a_sound_store(tmp_path):
         seqs = [r.env_id.seq for r in reg.list()]
         assert seqs == list(range(FIRST_STORE_SEQ, FIRST_STORE_SEQ + len(seqs))) and len(seqs) > 11
         assert reg.add(synthetic_source(999_999)).new
+
+
+def _first_opener(path: str, barrier, results) -> None:
+    barrier.wait()
+    try:
+        Registry.open(path).close()
+        results.put(None)
+    except Exception as exc:  # noqa: BLE001 - reported to the test
+        results.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_processes_creating_one_new_store_at_once_all_open_it(tmp_path):
+    """Ranks of one job open a store that does not exist yet at the same instant: each
+    gets the store, none mistakes the winner's half-seen initialisation for a foreign
+    database (the identity is read in one snapshot)."""
+    ctx = mp.get_context("fork")
+    errors = []
+    for attempt in range(25):
+        path = str(tmp_path / f"r{attempt}.sqlite3")
+        barrier, results = ctx.Barrier(N_PROCS), ctx.Queue()
+        procs = [ctx.Process(target=_first_opener, args=(path, barrier, results)) for _ in range(N_PROCS)]
+        for p in procs:
+            p.start()
+        errors += [e for e in (results.get(timeout=60) for _ in procs) if e]
+        for p in procs:
+            p.join(timeout=60)
+        with Registry.open(path) as reg:
+            assert reg.integrity_check() == "ok"
+    assert not errors, errors[:3]
+
+
+def test_a_store_initialised_between_two_identity_reads_is_not_foreign(tmp_path, monkeypatch):
+    """The race above made deterministic: another opener initialises the new store right
+    after this one has read its application_id. The identity is one snapshot, so this
+    opener sees the empty file (or the finished store), never a half of each."""
+    path = tmp_path / "registry.sqlite3"
+    real, other, errors = Registry._pragma, [], []
+
+    def other_opener() -> None:
+        try:
+            Registry.open(path).close()
+        except Exception as exc:  # noqa: BLE001 - reported to the test
+            errors.append(exc)
+
+    def pragma(self, name):
+        value = real(self, name)
+        if name == "application_id" and not other:
+            other.append(threading.Thread(target=other_opener))
+            other[0].start()
+            other[0].join(0.5)  # long enough for it to commit, were it not held off
+        return value
+
+    monkeypatch.setattr(Registry, "_pragma", pragma)
+    with Registry.open(path) as reg:
+        assert reg.integrity_check() == "ok"
+    other[0].join(30)
+    assert not other[0].is_alive() and not errors, errors
