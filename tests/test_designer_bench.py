@@ -159,7 +159,7 @@ def test_invalid_penalty_knob_reaches_every_arm_and_is_bounded(monkeypatch, tmp_
     from spade_envs.selfplay.config import SelfPlayConfigError
     from spade_envs.selfplay.designer_bench import DEFAULTS, arm_config, settings_from_env
 
-    assert arm_config(DEFAULTS, tmp_path, "trained").invalid_penalty == -1.0  # the preset's
+    assert arm_config(DEFAULTS, tmp_path, "trained").invalid_penalty == -0.25  # the bench's, not the preset's -1
     for bad in ("-2", "0.5", "harsh", "nan"):
         monkeypatch.setenv("SPADE_BENCH_INVALID_PENALTY", bad)
         with pytest.raises(SelfPlayConfigError, match="SPADE_BENCH_INVALID_PENALTY"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import signal
+import sqlite3
 import threading
 import time
 
@@ -119,7 +120,7 @@ def test_processes_creating_one_new_store_at_once_all_open_it(tmp_path):
     database (the identity is read in one snapshot)."""
     ctx = mp.get_context("fork")
     errors = []
-    for attempt in range(25):
+    for attempt in range(6):
         path = str(tmp_path / f"r{attempt}.sqlite3")
         barrier, results = ctx.Barrier(N_PROCS), ctx.Queue()
         procs = [ctx.Process(target=_first_opener, args=(path, barrier, results)) for _ in range(N_PROCS)]
@@ -159,3 +160,21 @@ def test_a_store_initialised_between_two_identity_reads_is_not_foreign(tmp_path,
         assert reg.integrity_check() == "ok"
     other[0].join(30)
     assert not other[0].is_alive() and not errors, errors
+
+
+def test_the_switch_to_wal_waits_for_a_reader_of_the_new_store(tmp_path):
+    """Another opener of a store still in rollback mode holds its lock for a moment:
+    the WAL switch (for which SQLite does not wait) is retried, not one "locked" error."""
+    path = tmp_path / "registry.sqlite3"
+    Registry.open(path).close()
+    raw = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    raw.execute("PRAGMA journal_mode = DELETE")  # as just initialised, before any WAL switch
+    raw.execute("BEGIN IMMEDIATE")  # a write lock, held: another opener mid-initialisation
+    release = threading.Timer(0.5, lambda: raw.execute("COMMIT"))
+    release.start()
+    try:
+        with Registry.open(path) as reg:
+            assert reg._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    finally:
+        release.join()
+        raw.close()

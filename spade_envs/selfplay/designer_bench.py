@@ -33,7 +33,7 @@ Settings from the environment (defaults in :data:`DEFAULTS`): ``SPADE_BENCH_STEP
 ``SPADE_BENCH_PROMPTS``, ``SPADE_BENCH_GROUP``, ``SPADE_BENCH_PLAYS``,
 ``SPADE_BENCH_HELDOUT``, ``SPADE_BENCH_MODEL``, ``SPADE_BENCH_LR``, ``SPADE_BENCH_BETA``,
 ``SPADE_BENCH_TEMPERATURE``, ``SPADE_BENCH_REWARD_SCALE``, ``SPADE_BENCH_INVALID_PENALTY``
-(a rejected proposal's reward, -1 to 0; unset: the preset's), ``SPADE_BENCH_SEED``. Under
+(a rejected proposal's reward, -1 to 0; unset: -0.25, see :data:`DEFAULTS`), ``SPADE_BENCH_SEED``. Under
 the preset's ``scale_rewards="group"`` a reward scale cancels in the advantages; the
 invalid penalty is what weighs validity against regret.
 ``spade bench designer-checkpoint`` (:mod:`.designer_checkpoint`) scores a saved designer
@@ -76,7 +76,9 @@ class BenchSettings:
     beta: float = 0.0
     temperature: float = 0.6
     reward_scale: float | None = None
-    invalid_penalty: float | None = None  # None: the preset's (cpu-smol: -1; SPADE: 0)
+    # a rejected proposal's reward; None: the preset's (cpu-smol: -1; SPADE: 0). -0.25 is the
+    # best of the three values tried (README: -1, 0, -0.25), the default since run 3
+    invalid_penalty: float | None = -0.25
     seed: int = 0
     max_turns: int = 2
     agent_max_new_tokens: int = 48
