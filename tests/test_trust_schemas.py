@@ -75,9 +75,10 @@ def within(fn: Callable[[], Any], limit: float = LIMIT_S) -> tuple[Any, BaseExce
     it used more than ``limit`` CPU seconds (CPU time, not wall time: the test machine is
     shared) or is still running after ``30 * limit`` wall seconds (a hang).
 
-    The collector is run first and held off during ``fn``: late in the suite a full
-    collection of everything earlier tests left behind can take a second on its own,
-    and it would be charged to whichever attack allocated at that moment."""
+    The collector is held off during ``fn``: late in the suite a full collection of
+    everything earlier tests left behind can take a second on its own, and it would be
+    charged to whichever attack allocated at that moment (collecting first would cost
+    that second at every call)."""
     out: dict[str, Any] = {}
 
     def run() -> None:
@@ -89,7 +90,6 @@ def within(fn: Callable[[], Any], limit: float = LIMIT_S) -> tuple[Any, BaseExce
         out["cpu"] = time.thread_time() - t0
 
     thread = threading.Thread(target=run, daemon=True)
-    gc.collect()
     gc.disable()
     try:
         thread.start()

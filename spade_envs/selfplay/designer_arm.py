@@ -14,8 +14,8 @@ Contract:
 - :func:`save_checkpoint` writes an arm's designer as a transformers folder, so its
   figures can be checked by playing it elsewhere;
 - :class:`DesignerArm` drives the trainer's OWN code for everything it measures: the
-  proposals are ``SelfPlayTrainer._design`` (params mode), the returns go into the
-  trainer's settlement (``SelfPlayTrainer.settle_env``: SPADE's regret and, through its
+  proposals are ``SelfPlayTrainer._design`` (:mod:`.designer_role`; params mode), the
+  returns go into the trainer's settlement (``SelfPlayTrainer.settle_env``: SPADE's regret and, through its
   :class:`~.rewards.DesignerLedger`, the preset's designer reward), and the step is
   ``SelfPlayTrainer.designer_step``. The only
   difference between arms is ``permute``: the control arm shuffles the settled rewards
