@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from ..errors import AgentError, EnvFailure
 
@@ -78,6 +78,11 @@ class Backend(ABC):
     tokenizer: Any | None = None
     #: True when :meth:`generate` accepts prompt token ids (exact token-level trajectories)
     token_level: bool = False
+    #: True when, under ``json_schema=``, ``Generation.logprobs`` are those of the distribution
+    #: each token was drawn from: the logits at the sampling temperature with the tokens the
+    #: schema forbids removed, renormalised (what a trainer scores under the same mask).
+    #: False: they may be of the unmasked distribution (a trainer must recompute them).
+    masked_logprobs: ClassVar[bool] = False
 
     @abstractmethod
     def chat(

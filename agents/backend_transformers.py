@@ -68,6 +68,7 @@ class TransformersBackend(Backend):
 
     token_level = True
     supports_json_schema = True
+    masked_logprobs = True  # the schema mask is applied before sampling and its logprob (sampling.py)
 
     def __init__(
         self,

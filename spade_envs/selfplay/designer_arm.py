@@ -238,18 +238,31 @@ class DesignerArm:
         """Mean per-token ``log pi_now - log pi_start`` on this step's sampled completions
         (a k1 estimate of KL(now || start) on the tokens actually sampled), over up to
         ``kl_samples`` completions; and the mean gap between the sampling-time logprobs the
-        backend reported (under constrained decoding) and the teacher-forced ones the step uses."""
-        stored = self.trainer.rollout.designer
+        backend reported (under constrained decoding) and the same tokens teacher-forced under
+        the schema mask by the weights that sampled them (what the step scores): each figure
+        is one batched forward whose prompts run once."""
+        tr = self.trainer
+        stored = tr.rollout.designer
         picked = [p for p in props if p.cid in stored and stored[p.cid].completion_ids][:self.kl_samples]
+        rows = [(stored[p.cid].prompt_ids, stored[p.cid].completion_ids,
+                 tr.constraints.allowed(stored[p.cid].prompt_ids, stored[p.cid].completion_ids)) for p in picked]
+        if not rows:
+            return None, None
+        temperature = tr.config.temperature
+        policy = tr.model.module if hasattr(tr.model, "module") else tr.model
+        was = policy.training
+        policy.eval()
+        try:
+            now = token_logps_batch(policy, rows, temperature)
+        finally:
+            policy.train(was)
+        starts = token_logps_batch(self.start_model, rows, temperature)
         diffs, gaps = [], []
-        for p in picked:
-            s = stored[p.cid]
-            start = token_logps(self.start_model, s.prompt_ids, s.completion_ids, self.trainer.config.temperature,
-                                allowed=self.trainer.constraints.allowed(s.prompt_ids, s.completion_ids))
-            diffs.extend(a - b for a, b in zip(s.logprobs, start))
-            sampled = list(p.logprobs)[:len(s.logprobs)]
-            if sampled and len(sampled) == len(s.logprobs) and any(sampled):
-                gaps.extend(a - b for a, b in zip(sampled, s.logprobs))
+        for p, cur, start in zip(picked, now, starts):
+            diffs.extend(a - b for a, b in zip(cur, start))
+            sampled = list(p.logprobs)[:len(cur)]
+            if sampled and len(sampled) == len(cur) and any(sampled):
+                gaps.extend(a - b for a, b in zip(sampled, cur))
         return (fmean(diffs) if diffs else None), (fmean(gaps) if gaps else None)
 
 
@@ -268,25 +281,46 @@ def token_logps(model: Any, prompt_ids: list[int], completion_ids: list[int], te
                 allowed: list[list[int]] | None = None) -> list[float]:
     """Per-token logprobs of ``completion_ids`` after ``prompt_ids`` under ``model``,
     temperature-scaled as the GRPO loss scores them; with ``allowed`` (the allowed ids at
-    each position of a schema-constrained completion) under that mask, renormalised."""
+    each position of a schema-constrained completion) under that mask, renormalised.
+    :func:`token_logps_batch` of one row."""
+    return token_logps_batch(model, [(prompt_ids, completion_ids, allowed)], temperature)[0]
+
+
+def token_logps_batch(model: Any, rows: list[tuple[list[int], list[int], list[list[int]] | None]],
+                      temperature: float = 1.0) -> list[list[float]]:
+    """:func:`token_logps` of each ``(prompt_ids, completion_ids, allowed)`` row; rows with
+    the same prompt are scored in one batch whose prompt runs once
+    (:func:`~.constrained_scoring.constrained_logps` over a :func:`~.shared_prompt.plan`)."""
+    from contextlib import nullcontext
+
     import torch
 
-    from .constrained_scoring import masked_token_logps
+    from .constrained_scoring import constrained_logps
+    from .shared_prompt import plan
 
-    if not completion_ids:
-        return []
+    out: list[list[float]] = [[] for _ in rows]
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i, (prompt, completion, _) in enumerate(rows):
+        if completion:
+            groups.setdefault(tuple(int(t) for t in prompt), []).append(i)
     device = next(model.parameters()).device
-    ids = torch.tensor([list(prompt_ids) + list(completion_ids)], dtype=torch.long, device=device)
-    with torch.no_grad():
-        # only the positions that predict a completion token are projected onto the vocabulary
-        out = model(input_ids=ids, logits_to_keep=len(completion_ids) + 1).logits
-        logits = out[0, :-1].float() / max(float(temperature), 1e-6)
-    keep = torch.ones_like(logits, dtype=torch.bool)
-    for t, ids_t in enumerate(allowed or []):
-        keep[t] = False
-        keep[t, [a for a in ids_t if a < keep.size(1)]] = True
-    lp, _ = masked_token_logps(logits.unsqueeze(0), ids[:, len(prompt_ids):], keep.unsqueeze(0))
-    return [float(x) for x in lp[0].tolist()]
+    vocab = int(model.get_output_embeddings().weight.shape[0])
+    for prompt, members in groups.items():
+        comps = [[int(t) for t in rows[i][1]] for i in members]
+        keep = max(map(len, comps))
+        ids = torch.tensor([[*prompt, *c, *[c[-1]] * (keep - len(c))] for c in comps], device=device)
+        mask = torch.tensor([[1] * (len(prompt) + len(c)) + [0] * (keep - len(c)) for c in comps], device=device)
+        allowed = torch.ones((len(members), keep, vocab), dtype=torch.bool, device=device)
+        for r, i in enumerate(members):
+            for t, ids_t in enumerate(rows[i][2] or []):
+                allowed[r, t] = False
+                allowed[r, t, [a for a in ids_t if a < vocab]] = True
+        with torch.no_grad():
+            lp, _ = constrained_logps(model, ids, mask, keep, allowed, temperature=temperature, autocast=nullcontext,
+                                      split=plan(ids, mask, keep))
+        for r, i in enumerate(members):
+            out[i] = [float(x) for x in lp[r, :len(comps[r])].tolist()]
+    return out
 
 
 def _step_metrics(rec: StepRecord, out: dict[str, Any], kl: float | None, lp_gap: float | None) -> dict[str, Any]:

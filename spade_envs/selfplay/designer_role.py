@@ -44,11 +44,14 @@ class DesignerRole:
 
         n = self.config.designer_max_new_tokens
         out = [list(p.logprobs[:n]) for p in props]
-        # constrained decoding (params mode) samples from a masked distribution: score the
-        # completion under that mask at the loss temperature, as the loss does (the caller
-        # registered it in self.constraints)
-        forced = [i for i, p in enumerate(props) if self.scripted or p.is_params or len(out[i]) != len(p.completion_ids[:n])
-                  or (p.completion_ids and not any(out[i]))]
+        # constrained decoding (params mode) samples from a masked distribution, which the loss
+        # scores under that mask at its temperature (the caller registered it in
+        # self.constraints): the backend's logprobs are that distribution's only when it says
+        # so (Backend.masked_logprobs); otherwise they are recomputed under the mask
+        masked = bool(getattr(self.designer.backend, "masked_logprobs", False))
+        forced = [i for i, p in enumerate(props)
+                  if self.scripted or (p.is_params and not (p.constrained and masked))
+                  or len(out[i]) != len(p.completion_ids[:n]) or (p.completion_ids and not any(out[i]))]
         scored = teacher_forced_logps_batch(self.grpo, [(props[i].prompt_ids, props[i].completion_ids[:n]) for i in forced])
         for i, lps in zip(forced, scored):
             out[i] = lps

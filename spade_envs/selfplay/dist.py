@@ -93,6 +93,7 @@ class ShardedBackend:
         self.inner, self.acc = inner, acc
         self.name, self.tokenizer = inner.name, inner.tokenizer
         self.token_level = getattr(inner, "token_level", False)
+        self.masked_logprobs = bool(getattr(inner, "masked_logprobs", False))
 
     def __getattr__(self, item: str) -> Any:
         return getattr(self.inner, item)

@@ -56,6 +56,7 @@ class TrainerTransformersBackend(Backend):
         self.name = f"policy:{name}"
         self.tokenizer = self._inner.tokenizer
         self.max_positions = self._inner.max_positions
+        self.masked_logprobs = self._inner.masked_logprobs
 
     def generate(self, prompts: list[list[int]], **kw: Any) -> list[Generation]:
         was_training = self._model.training
