@@ -230,19 +230,24 @@ def refresh() -> int:
     entries added (by this or another process) since the import are registered, removed
     or quarantined ones unregistered. Returns the number of store ids registered."""
     from . import forget_connections
-    from .migrations import FIRST_STORE_SEQ
 
     lazy = active()
     if lazy is not None:
         lazy.forget()
     registry = gym_registry()
-    stale = [k for k, s in registry.items()
-             if getattr(s, "namespace", None) == NAMESPACE and s.entry_point == ENTRY_POINT
-             and (s.kwargs or {}).get("env_id") and _seq_of(s) >= FIRST_STORE_SEQ]
-    for key in stale:
+    for key in store_registrations():
         registry.pop(key, None)
     forget_connections()
     return register_store()
+
+
+def store_registrations() -> list[str]:
+    """The Gymnasium ids this process registered from a store (not the packaged suite's)."""
+    from .migrations import FIRST_STORE_SEQ
+
+    return [k for k, s in gym_registry().items()
+            if getattr(s, "namespace", None) == NAMESPACE and s.entry_point == ENTRY_POINT
+            and (s.kwargs or {}).get("env_id") and _seq_of(s) >= FIRST_STORE_SEQ]
 
 
 def _seq_of(spec: EnvSpec) -> int:

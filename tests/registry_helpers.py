@@ -31,14 +31,19 @@ def synthetic_source(i: int, skill: str = "counting", tags: tuple[str, ...] = ("
 
 @pytest.fixture
 def spade_home(tmp_path, monkeypatch):
-    """A fresh SPADE_HOME; spade ids it registers in Gymnasium are removed afterwards."""
+    """A fresh SPADE_HOME. Store ids registered in Gymnasium before it (another home's) are
+    set aside for the test and put back afterwards; those the test registers are removed."""
     from gymnasium.envs.registration import registry as gym_registry
 
+    from spade_envs.registry.gym_registration import store_registrations
+
     monkeypatch.setenv("SPADE_HOME", str(tmp_path / "home"))
+    aside = {key: gym_registry.pop(key) for key in store_registrations()}
     before = set(gym_registry)
     yield tmp_path / "home"
     for key in set(gym_registry) - before:
         gym_registry.pop(key, None)
+    gym_registry.update(aside)
 
 
 def playable_source(i: int, skill: str = "arithmetic") -> str:
