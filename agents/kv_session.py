@@ -29,7 +29,9 @@ A turn's tails are prefilled in chunks of similar length (the backend's
 ``max_pad_ratio`` rule), each computing only its own width and writing right-aligned
 into the shared layout, so one long tail does not make every row encode its padding.
 Rows whose whole sequence is identical (the rows of a GRPO group at their first turn)
-are computed once and their keys, values and logits copied to the others.
+are computed once and their keys, values and logits copied to the others; a fresh
+batch whose tails share long prefixes (plain and hinted plays) is prefilled as heads,
+then rests, so the shared heads are computed once (:mod:`.tail_split`).
 Other models keep ``DynamicCache``, 2-D masks and one prefill per turn.
 
 A session is used only when the caller gives the same rows (by key) whose prompts extend
@@ -49,6 +51,7 @@ from typing import Any
 from .growing_cache import GROWTH, GrowingCache, growing_cache_for
 from .sampling import sample
 from .session_window import compact, visible, width_bound
+from .tail_split import split_tails
 
 FOUR_D_ATTENTION = {"sdpa", "eager", "spade_gqa_sdpa"}  # implementations that take an additive 4-D mask
 
@@ -333,13 +336,17 @@ def generate_in_session(backend: Any, session: DecodeSession, keys: list[Any], p
                 compact(session)
     else:
         tails = turn.start(keys, prompts, max(len(p) for p in prompts) + max_new_tokens)
+    # a fresh batch whose tails share long prefixes (plain and hinted plays): heads, then rests
+    split = split_tails(tails) if rows is None and turn.four_d else None
     growths_before = session.cache.growths if isinstance(session.cache, GrowingCache) else 0
-    session.reserve(session.width + max(len(t) for t in tails) + max_new_tokens)
+    steps = [tails] if split is None else list(split)
+    session.reserve(session.width + sum(max(len(t) for t in part) for part in steps) + max_new_tokens)
     tokens: list[list[int]] = [[] for _ in range(n)]
     logps: list[list[float]] = [[] for _ in range(n)]
     finish = ["length"] * n
     with torch.inference_mode():
-        logits = turn.prefill(tails, windowed=rows is not None)
+        for part in steps:
+            logits = turn.prefill(part, windowed=rows is not None)
         session.stats["peak_width"] = max(session.stats["peak_width"], session.width)
         session.stats["prefill_s"] += time.perf_counter() - t0
         _decode(turn, logits, max_new_tokens, temperature, generator, caller, tokens, logps, finish)

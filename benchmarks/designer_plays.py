@@ -9,14 +9,18 @@ parents at their default point, all in one batch) with:
 - ``baseline``: float32 weights, tokens drawn by ``torch.multinomial`` (the sampler
   before ``agents/sampling.py`` drew with one random number a row);
 - ``float32``: float32 weights, the shipped sampler (what the bench runs);
-- ``bfloat16``: the frozen agent's weights cast to bfloat16, the shipped sampler.
+- ``bfloat16``: the frozen agent's weights cast to bfloat16, the shipped sampler;
+- ``whole_tails``: as ``float32``, but each first turn prefilled as whole tails (no
+  split at the prefix a plain play shares with its hinted twin, ``agents/tail_split.py``).
 
 After an untimed warm-up of both weight copies, each variant plays the same tasks with
 the same seeds on a fresh scorer (nothing cached), ``--repeats`` times, interleaved; the
-medians and ``ratio_<variant>`` = baseline / variant are printed (``--json``: one JSON
-object). Progress on stderr.
+medians, ``ratio_<variant>`` = baseline / variant and ``ratio_split`` = whole_tails /
+float32 are printed (``--json``: one JSON object). Progress on stderr. ``--variants``
+picks some (``float32`` always runs).
 
     .venv/bin/python benchmarks/designer_plays.py --parents 8 --plays 4 --repeats 2
+    .venv/bin/python benchmarks/designer_plays.py --variants whole_tails --repeats 3
 """
 
 from __future__ import annotations
@@ -30,6 +34,19 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
+
+
+@contextmanager
+def whole_tails() -> Iterator[None]:
+    """Prefill every first turn as whole tails inside the block (no head/rest split)."""
+    from spade_envs.agents import kv_session
+
+    shipped = kv_session.split_tails
+    kv_session.split_tails = lambda tails: None
+    try:
+        yield
+    finally:
+        kv_session.split_tails = shipped
 
 
 @contextmanager
@@ -53,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--plays", type=int, default=4)
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--variants", default="baseline,bfloat16,whole_tails",
+                    help="comma-separated, besides float32: baseline, bfloat16, whole_tails")
     a = ap.parse_args(argv)
     import torch
 
@@ -62,19 +81,24 @@ def main(argv: list[str] | None = None) -> int:
     from spade_envs.selfplay.splits import is_heldout
     from spade_envs.selfplay.trainer import SelfPlayTrainer
 
+    picked = {v.strip() for v in a.variants.split(",") if v.strip()}
+    unknown = picked - {"baseline", "bfloat16", "whole_tails"}
+    if unknown:
+        ap.error(f"unknown variant(s): {', '.join(sorted(unknown))}")
     s = DEFAULTS
     cfg = arm_config(s, Path(tempfile.mkdtemp(prefix="spade-designer-plays-")), "trained")
     tr = SelfPlayTrainer(cfg)
     agent, model32 = frozen_agent(tr)
-    model16 = fresh_copy(model32).to(torch.bfloat16)
+    model16 = fresh_copy(model32).to(torch.bfloat16) if "bfloat16" in picked else model32
     parents = [str(r.env_id) for r in parametric_parents(None) if not is_heldout(str(r.env_id))
                and (cfg.seed_skills is None or r.skill in cfg.seed_skills)][: a.parents]
     points = [(p, {}) for p in parents]
-    for model in (model32, model16):  # warm-up, not timed: first-call costs (imports, sandbox, kernels)
+    for model in dict.fromkeys((model32, model16)):  # warm-up, not timed: first-call costs (imports, sandbox, kernels)
         agent.backend.model = model
         PointScorer(agent, tr.rollout.reward_of, plain=1, hint=1, max_turns=s.max_turns,
                     seed=s.seed + 1).score(points[:2])
-    times: dict[str, list[float]] = {"baseline": [], "float32": [], "bfloat16": []}
+    times: dict[str, list[float]] = {k: [] for k in ("baseline", "float32", "bfloat16", "whole_tails")
+                                     if k == "float32" or k in picked}
     plays = 0
     for rep in range(a.repeats):
         for name in times:
@@ -84,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
             t = time.perf_counter()
             if name == "baseline":
                 with multinomial_sampler():
+                    scorer.score(points)
+            elif name == "whole_tails":
+                with whole_tails():
                     scorer.score(points)
             else:
                 scorer.score(points)
@@ -95,7 +122,10 @@ def main(argv: list[str] | None = None) -> int:
     out: dict[str, Any] = {"parents": parents, "plays_per_batch": plays, "repeats": a.repeats,
                            **{f"{k}_s": round(v, 2) for k, v in med.items()},
                            **{f"{k}_s_per_play": round(v / max(plays, 1), 3) for k, v in med.items()},
-                           **{f"ratio_{k}": round(med["baseline"] / v, 3) for k, v in med.items() if k != "baseline"}}
+                           **{f"ratio_{k}": round(med["baseline"] / v, 3) for k, v in med.items()
+                              if "baseline" in med and k not in ("baseline", "whole_tails")}}
+    if "whole_tails" in med:
+        out["ratio_split"] = round(med["whole_tails"] / med["float32"], 3)
     if a.json:
         print(json.dumps(out))
     else:
