@@ -51,21 +51,9 @@ from typing import Any
 from .growing_cache import GROWTH, GrowingCache, growing_cache_for
 from .sampling import sample
 from .session_window import compact, visible, width_bound
-from .tail_split import split_tails
+from .tail_split import common_prefix_len, split_tails
 
 FOUR_D_ATTENTION = {"sdpa", "eager", "spade_gqa_sdpa"}  # implementations that take an additive 4-D mask
-
-
-def common_prefix_len(prompts: list[list[int]]) -> int:
-    """Length of the longest token prefix shared by every prompt."""
-    if not prompts:
-        return 0
-    first, n = prompts[0], min(len(p) for p in prompts)
-    for i in range(n):
-        t = first[i]
-        if any(p[i] != t for p in prompts[1:]):
-            return i
-    return n
 
 
 def _new_stats() -> dict[str, float]:

@@ -13,7 +13,8 @@ would see in one pass, so the logits are those of a single prefill up to float r
 
 :func:`split_tails` says where to cut, or None when cutting would save fewer than
 ``min_saved`` token computations (the second step costs one more model call and widens
-the cache by the longest rest).
+the cache by the longest rest). :func:`common_prefix_len` is the one prefix measure: the
+session's shared prefix (every row) and each head (a row and its sorted neighbour).
 """
 
 from __future__ import annotations
@@ -22,12 +23,16 @@ MIN_SHARED = 16  # a head shorter than this is not worth its own column block
 MIN_SAVED = 64  # token computations a split must save
 
 
-def _lcp(a: list[int], b: list[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
+def common_prefix_len(prompts: list[list[int]]) -> int:
+    """Length of the longest token prefix shared by every prompt."""
+    if not prompts:
+        return 0
+    first, n = prompts[0], min(len(p) for p in prompts)
+    for i in range(n):
+        t = first[i]
+        if any(p[i] != t for p in prompts[1:]):
+            return i
+    return n
 
 
 def split_tails(tails: list[list[int]], *, min_shared: int = MIN_SHARED,
@@ -44,7 +49,7 @@ def split_tails(tails: list[list[int]], *, min_shared: int = MIN_SHARED,
     order = sorted(range(n), key=lambda r: tails[r])
     best = [0] * n  # in sorted order, the longest common prefix with any row is a neighbour's
     for a, b in zip(order, order[1:]):
-        k = _lcp(tails[a], tails[b])
+        k = common_prefix_len([tails[a], tails[b]])
         best[a], best[b] = max(best[a], k), max(best[b], k)
     cut = [min(best[r], len(tails[r]) - 1) if best[r] >= min_shared else len(tails[r]) - 1 for r in range(n)]
     heads = [t[:c] for t, c in zip(tails, cut)]
